@@ -1,0 +1,379 @@
+//! The near-duplicate window scan: the reference's sequential greedy
+//! algorithm, made fast with exact filters and parallel comparisons.
+//!
+//! Rows arrive in scan order (the pipeline sorts them by canonical URL). For
+//! each live row `i`, every live row among the next `distance` rows whose
+//! Levenshtein ratio with `i` is strictly above `threshold` joins a group with
+//! `i`; the group's best row (lowest `rank`, then earliest position) survives
+//! and the others are removed. Then the scan moves to `i + 1`.
+//!
+//! Only the comparisons inside one window run in parallel; the outer loop is
+//! sequential, so results never depend on the thread count. Before any
+//! Levenshtein work a pair must pass two exact lower bounds of the indel
+//! distance (length difference, character histograms); the Levenshtein
+//! kernel itself stops at the largest distance that can still exceed the
+//! threshold. Memory holds the window, not the table.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+use rayon::prelude::*;
+
+use crate::similarity::{
+    indel_distance, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
+};
+
+/// One input row of the scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanRow {
+    /// Caller's identifier (the pipeline passes the source rowid).
+    pub id: i64,
+    /// Election rank: lower is better. Ties go to the earlier row.
+    pub rank: i64,
+    /// The text compared (the pipeline passes `parsed`).
+    pub text: String,
+}
+
+/// A row the scan removes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Removal {
+    /// The removed row.
+    pub id: i64,
+    /// The row of its group that survives.
+    pub survivor: i64,
+    /// The row whose window formed the group.
+    pub anchor: i64,
+    /// Ratio between the removed row and the anchor (for a removed anchor:
+    /// between it and the survivor).
+    pub ratio: f64,
+}
+
+/// Counters of the work done and avoided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Rows read.
+    pub rows: u64,
+    /// Pairs of live rows inside a window.
+    pub pairs: u64,
+    /// Pairs rejected by the length bound.
+    pub rejected_by_length: u64,
+    /// Pairs rejected by the character-histogram bound.
+    pub rejected_by_histogram: u64,
+    /// Pairs that reached the Levenshtein kernel.
+    pub levenshtein: u64,
+    /// Pairs found above the threshold.
+    pub matches: u64,
+}
+
+struct Prepared {
+    id: i64,
+    rank: i64,
+    position: u64,
+    text: String,
+    wide: Option<Vec<char>>,
+    len: usize,
+    histogram: CharHistogram,
+    alive: bool,
+}
+
+impl Prepared {
+    fn new(row: ScanRow, position: u64) -> Self {
+        let wide = (!row.text.is_ascii()).then(|| row.text.chars().collect::<Vec<_>>());
+        let len = wide.as_ref().map_or(row.text.len(), Vec::len);
+        Prepared {
+            id: row.id,
+            rank: row.rank,
+            position,
+            histogram: CharHistogram::new(&row.text),
+            text: row.text,
+            wide,
+            len,
+            alive: true,
+        }
+    }
+
+    fn code_points(&self) -> CodePoints<'_> {
+        match &self.wide {
+            Some(chars) => CodePoints::Wide(Cow::Borrowed(chars)),
+            None => CodePoints::Ascii(self.text.as_bytes()),
+        }
+    }
+
+    fn beats(&self, other: &Prepared) -> bool {
+        (self.rank, self.position) < (other.rank, other.position)
+    }
+}
+
+/// Checks the scan parameters, with the messages the SQL layer reports.
+pub fn validate(threshold: f64, distance: i64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(format!("threshold must be in [0.0, 1.0], got {threshold}"));
+    }
+    if distance < 0 {
+        return Err(format!(
+            "distance must be a non-negative integer, got {distance}"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the scan over `rows` (in scan order), comparing each row with the
+/// next `distance` rows. Returns the removed rows in the order they were
+/// decided, and the work counters. An error from the row source stops the
+/// scan and is returned (the SQL layer uses this for interrupts).
+pub fn scan<E>(
+    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
+    threshold: f64,
+    distance: usize,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    let mut rows = rows.into_iter();
+    let mut window: VecDeque<Prepared> =
+        VecDeque::with_capacity(distance.saturating_add(1).min(1 << 16));
+    let mut stats = ScanStats::default();
+    let mut removed = Vec::new();
+    let mut exhausted = false;
+    loop {
+        while !exhausted && window.len() <= distance {
+            match rows.next() {
+                Some(row) => {
+                    window.push_back(Prepared::new(row?, stats.rows));
+                    stats.rows += 1;
+                }
+                None => exhausted = true,
+            }
+        }
+        let Some(anchor) = window.front() else { break };
+        if anchor.alive {
+            let near = near_rows(&window, threshold, &mut stats);
+            if !near.is_empty() {
+                elect(&mut window, &near, &mut removed);
+            }
+        }
+        window.pop_front();
+    }
+    Ok((removed, stats))
+}
+
+/// Indices (into the window) and ratios of the live rows near the anchor.
+fn near_rows(
+    window: &VecDeque<Prepared>,
+    threshold: f64,
+    stats: &mut ScanStats,
+) -> Vec<(usize, f64)> {
+    let anchor = &window[0];
+    let mut candidates = Vec::new();
+    for (j, other) in window.iter().enumerate().skip(1) {
+        if !other.alive {
+            continue;
+        }
+        stats.pairs += 1;
+        let total = anchor.len + other.len;
+        let Some(max) = max_distance_where(total, |r| r > threshold) else {
+            stats.rejected_by_length += 1;
+            continue;
+        };
+        if anchor.len.abs_diff(other.len) > max {
+            stats.rejected_by_length += 1;
+            continue;
+        }
+        if anchor.histogram.indel_lower_bound(&other.histogram) > max {
+            stats.rejected_by_histogram += 1;
+            continue;
+        }
+        candidates.push((j, total, max));
+    }
+    stats.levenshtein += candidates.len() as u64;
+    let a = anchor.code_points();
+    let compare = |&(j, total, max): &(usize, usize, usize)| {
+        indel_distance(&a, &window[j].code_points(), max)
+            .map(|d| (j, ratio_from_distance(d, total)))
+    };
+    let near: Vec<(usize, f64)> = if candidates.len() > 1 {
+        candidates.par_iter().filter_map(compare).collect()
+    } else {
+        candidates.iter().filter_map(compare).collect()
+    };
+    stats.matches += near.len() as u64;
+    near
+}
+
+/// Keeps the group's best row and records the others as removed.
+fn elect(window: &mut VecDeque<Prepared>, near: &[(usize, f64)], removed: &mut Vec<Removal>) {
+    let mut best = 0;
+    for &(j, _) in near {
+        if window[j].beats(&window[best]) {
+            best = j;
+        }
+    }
+    let survivor = window[best].id;
+    let anchor = window[0].id;
+    if best != 0 {
+        let ratio = near
+            .iter()
+            .find(|(j, _)| *j == best)
+            .map_or(0.0, |&(_, r)| r);
+        window[0].alive = false;
+        removed.push(Removal {
+            id: anchor,
+            survivor,
+            anchor,
+            ratio,
+        });
+    }
+    for &(j, ratio) in near {
+        if j != best {
+            window[j].alive = false;
+            removed.push(Removal {
+                id: window[j].id,
+                survivor,
+                anchor,
+                ratio,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::similarity::lev_ratio;
+    use proptest::prelude::*;
+
+    fn rows(texts: &[(&str, i64)]) -> Vec<Result<ScanRow, ()>> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, (t, rank))| {
+                Ok(ScanRow {
+                    id: i as i64 + 1,
+                    rank: *rank,
+                    text: t.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The reference algorithm, written as plainly as the reference writes
+    /// it: full ratios, no filters, `range(i + 1, min(n, i + distance + 1))`.
+    fn naive(texts: &[(&str, i64)], threshold: f64, distance: usize) -> Vec<i64> {
+        let n = texts.len();
+        let mut keep = vec![true; n];
+        for i in 0..n {
+            if !keep[i] {
+                continue;
+            }
+            let near: Vec<usize> = (i + 1..n.min(i + distance + 1))
+                .filter(|&j| keep[j] && lev_ratio(texts[i].0, texts[j].0) > threshold)
+                .collect();
+            if near.is_empty() {
+                continue;
+            }
+            let mut group = vec![i];
+            group.extend(near);
+            let best = *group.iter().min_by_key(|&&g| (texts[g].1, g)).unwrap();
+            for g in group {
+                if g != best {
+                    keep[g] = false;
+                }
+            }
+        }
+        (0..n).filter(|&i| !keep[i]).map(|i| i as i64 + 1).collect()
+    }
+
+    fn removed_ids(texts: &[(&str, i64)], threshold: f64, distance: usize) -> Vec<i64> {
+        let (removed, _) = scan(rows(texts), threshold, distance).unwrap();
+        let mut ids: Vec<i64> = removed.iter().map(|r| r.id).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn best_ranked_row_of_a_group_survives() {
+        let texts = [
+            ("the quick brown fox", 2),
+            ("the quick brown fix", 1),
+            ("something else", 0),
+        ];
+        let (removed, stats) = scan(rows(&texts), 0.8, 5).unwrap();
+        assert_eq!(
+            removed,
+            vec![Removal {
+                id: 1,
+                survivor: 2,
+                anchor: 1,
+                ratio: lev_ratio(texts[0].0, texts[1].0)
+            }]
+        );
+        assert_eq!(stats.rows, 3);
+        assert_eq!(stats.matches, 1);
+    }
+
+    #[test]
+    fn threshold_is_strict() {
+        // ratio exactly 0.9 is not above a 0.9 threshold.
+        let texts = [("abcdefghijklmnopqrst", 0), ("abcdefghijklmnopqrXY", 1)];
+        assert_eq!(lev_ratio(texts[0].0, texts[1].0), 0.9);
+        assert!(removed_ids(&texts, 0.9, 5).is_empty());
+        assert_eq!(removed_ids(&texts, 0.899_999, 5), vec![2]);
+    }
+
+    #[test]
+    fn distance_counts_rows_ahead() {
+        let texts = [
+            ("same text here", 0),
+            ("unrelated words", 1),
+            ("same text here", 2),
+        ];
+        assert!(removed_ids(&texts, 0.9, 1).is_empty());
+        assert_eq!(removed_ids(&texts, 0.9, 2), vec![3]);
+        assert!(removed_ids(&texts, 0.9, 0).is_empty());
+    }
+
+    #[test]
+    fn removed_rows_are_not_compared_again() {
+        // Row 2 is removed by row 1's group; it cannot then pull row 3 in.
+        let texts = [("aaaaaaaaab", 0), ("aaaaaaaabb", 1), ("aaaaaaabbb", 2)];
+        assert_eq!(removed_ids(&texts, 0.85, 1), vec![2]);
+        assert_eq!(naive(&texts, 0.85, 1), vec![2]);
+    }
+
+    #[test]
+    fn errors_from_the_source_stop_the_scan() {
+        let source = vec![
+            Ok(ScanRow {
+                id: 1,
+                rank: 0,
+                text: "a".into(),
+            }),
+            Err("interrupted"),
+        ];
+        assert_eq!(scan(source, 0.5, 3).unwrap_err(), "interrupted");
+    }
+
+    #[test]
+    fn validation_messages() {
+        assert_eq!(
+            validate(1.5, 3).unwrap_err(),
+            "threshold must be in [0.0, 1.0], got 1.5"
+        );
+        assert_eq!(
+            validate(0.5, -1).unwrap_err(),
+            "distance must be a non-negative integer, got -1"
+        );
+        assert!(validate(1.0, 0).is_ok());
+    }
+
+    proptest! {
+        #[test]
+        fn scan_equals_the_naive_reference_algorithm(
+            texts in proptest::collection::vec(("[ab]{0,3}[a-c]{0,6}", 0i64..4), 0..14),
+            threshold in prop_oneof![Just(0.5), Just(0.6), Just(0.75), Just(0.8), Just(0.9)],
+            distance in 0usize..6,
+        ) {
+            let texts: Vec<(&str, i64)> = texts.iter().map(|(t, r)| (t.as_str(), *r)).collect();
+            prop_assert_eq!(removed_ids(&texts, threshold, distance), {
+                let mut v = naive(&texts, threshold, distance); v.sort(); v
+            });
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! Similarity measures between page texts.
+//!
+//! - [`lev_ratio`]: python-Levenshtein's `ratio`, `1 - indel(a, b) / (|a| + |b|)`
+//!   over Unicode code points, computed with rapidfuzz's bit-parallel indel
+//!   distance and exact early exits.
+//! - [`resemblance`]: Broder's resemblance of word-shingle sets, as
+//!   Text::DeDuper defines it.
+//!
+//! A *distance* is lower-is-closer; a *ratio* is in `[0, 1]`, higher-is-closer.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use rapidfuzz::distance::indel;
+
+/// The code points of a text, stored as bytes when the text is ASCII (the
+/// common case, and much faster for the bit-parallel kernel).
+#[derive(Debug, Clone)]
+pub enum CodePoints<'a> {
+    /// ASCII text: one byte per code point.
+    Ascii(&'a [u8]),
+    /// Any other text.
+    Wide(Cow<'a, [char]>),
+}
+
+impl<'a> CodePoints<'a> {
+    /// Splits `text` into code points.
+    pub fn new(text: &'a str) -> Self {
+        if text.is_ascii() {
+            CodePoints::Ascii(text.as_bytes())
+        } else {
+            CodePoints::Wide(text.chars().collect())
+        }
+    }
+
+    /// Number of code points.
+    pub fn len(&self) -> usize {
+        match self {
+            CodePoints::Ascii(b) => b.len(),
+            CodePoints::Wide(c) => c.len(),
+        }
+    }
+
+    /// True when the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Indel distance (insertions and deletions only) between two texts, or
+/// `None` when it exceeds `max`.
+pub fn indel_distance(a: &CodePoints<'_>, b: &CodePoints<'_>, max: usize) -> Option<usize> {
+    // Exact pre-filter: every indel changes the length by one.
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let args = indel::Args::default().score_cutoff(max);
+    match (a, b) {
+        (CodePoints::Ascii(x), CodePoints::Ascii(y)) => {
+            indel::distance_with_args(x.iter().copied(), y.iter().copied(), &args)
+        }
+        (CodePoints::Wide(x), CodePoints::Wide(y)) => {
+            indel::distance_with_args(x.iter().copied(), y.iter().copied(), &args)
+        }
+        (CodePoints::Ascii(x), CodePoints::Wide(y)) => {
+            indel::distance_with_args(x.iter().map(|&b| char::from(b)), y.iter().copied(), &args)
+        }
+        (CodePoints::Wide(x), CodePoints::Ascii(y)) => {
+            indel::distance_with_args(x.iter().copied(), y.iter().map(|&b| char::from(b)), &args)
+        }
+    }
+}
+
+/// The ratio for an indel distance `dist` between texts of total length
+/// `total`, computed exactly as python-Levenshtein does.
+pub fn ratio_from_distance(dist: usize, total: usize) -> f64 {
+    if total == 0 {
+        1.0
+    } else {
+        1.0 - dist as f64 / total as f64
+    }
+}
+
+/// The largest indel distance whose ratio satisfies `accept`, for texts of
+/// total length `total`; `None` when no distance does. Evaluates the same
+/// floating-point expression as [`ratio_from_distance`], so the decision is
+/// bit-exact at boundaries such as a ratio of exactly 0.9.
+pub fn max_distance_where(total: usize, accept: impl Fn(f64) -> bool) -> Option<usize> {
+    // The ratio decreases as the distance grows: binary search.
+    if !accept(ratio_from_distance(0, total)) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0usize, total);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if accept(ratio_from_distance(mid, total)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(lo)
+}
+
+/// python-Levenshtein's `Levenshtein.ratio(a, b)`.
+pub fn lev_ratio(a: &str, b: &str) -> f64 {
+    lev_ratio_cutoff(a, b, 0.0)
+}
+
+/// `Levenshtein.ratio(a, b, score_cutoff=cutoff)`: the ratio when it is at
+/// least `cutoff`, else `0.0`. A higher cutoff lets the computation stop early.
+pub fn lev_ratio_cutoff(a: &str, b: &str, cutoff: f64) -> f64 {
+    let (a, b) = (CodePoints::new(a), CodePoints::new(b));
+    let total = a.len() + b.len();
+    let Some(max) = max_distance_where(total, |r| r >= cutoff) else {
+        return 0.0;
+    };
+    match indel_distance(&a, &b, max) {
+        Some(d) => ratio_from_distance(d, total),
+        None => 0.0,
+    }
+}
+
+/// Number of buckets in a [`CharHistogram`].
+const BUCKETS: usize = 128;
+
+/// Character counts of a text in 128 buckets (ASCII code points exactly,
+/// others folded in). The L1 distance between two histograms is a lower
+/// bound of the indel distance: each insertion or deletion changes one
+/// bucket by one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CharHistogram {
+    counts: [u32; BUCKETS],
+}
+
+impl CharHistogram {
+    /// Counts the characters of `text`.
+    pub fn new(text: &str) -> Self {
+        let mut counts = [0u32; BUCKETS];
+        if text.is_ascii() {
+            for &b in text.as_bytes() {
+                counts[usize::from(b)] += 1;
+            }
+        } else {
+            for c in text.chars() {
+                counts[c as usize % BUCKETS] += 1;
+            }
+        }
+        CharHistogram { counts }
+    }
+
+    /// Lower bound of the indel distance between the two texts.
+    pub fn indel_lower_bound(&self, other: &CharHistogram) -> usize {
+        self.counts
+            .iter()
+            .zip(other.counts.iter())
+            .map(|(&x, &y)| x.abs_diff(y) as usize)
+            .sum()
+    }
+}
+
+/// A set of word shingles, as sorted 64-bit hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shingles(Vec<u64>);
+
+impl Shingles {
+    /// The shingles of a text: tokens are lowercased runs of Unicode
+    /// alphanumerics, `stopwords` (lowercase words) are removed, and every
+    /// run of `n` consecutive tokens is one shingle. A text with at least one
+    /// but fewer than `n` tokens has one shingle made of all its tokens; a
+    /// text with no tokens has none.
+    pub fn new(text: &str, n: usize, stopwords: &Stopwords) -> Self {
+        let n = n.max(1);
+        let tokens: Vec<u64> = token_hashes(text)
+            .filter(|h| !stopwords.0.contains(h))
+            .collect();
+        let mut set: Vec<u64> = if tokens.is_empty() {
+            Vec::new()
+        } else if tokens.len() < n {
+            vec![combine(&tokens)]
+        } else {
+            tokens.windows(n).map(combine).collect()
+        };
+        set.sort_unstable();
+        set.dedup();
+        Shingles(set)
+    }
+
+    /// Number of distinct shingles.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the text had no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Broder's resemblance `|A ∩ B| / |A ∪ B|`; `0.0` when either set is empty
+/// (an empty or all-stopword text is never a duplicate of another).
+pub fn resemblance(a: &Shingles, b: &Shingles) -> f64 {
+    if a.0.is_empty() || b.0.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.0.len() && j < b.0.len() {
+        match a.0[i].cmp(&b.0[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.0.len() + b.0.len() - common;
+    common as f64 / union as f64
+}
+
+/// A set of stopwords, stored as token hashes.
+#[derive(Debug, Clone, Default)]
+pub struct Stopwords(HashSet<u64>);
+
+impl Stopwords {
+    /// Stopwords from a list of words separated by whitespace or commas;
+    /// words are tokenized like texts, so case does not matter.
+    pub fn parse(list: &str) -> Self {
+        Stopwords(token_hashes(list).collect())
+    }
+
+    /// Number of distinct stopwords.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are no stopwords.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// FNV-1a hashes of the lowercased alphanumeric tokens of `text`.
+fn token_hashes(text: &str) -> impl Iterator<Item = u64> + '_ {
+    crate::text::words(text).map(|w| {
+        w.bytes().fold(FNV_OFFSET, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
+        })
+    })
+}
+
+/// Order-sensitive combination of token hashes into one shingle hash.
+fn combine(tokens: &[u64]) -> u64 {
+    let mut h = FNV_OFFSET;
+    for &t in tokens {
+        h = (h ^ t).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^= h >> 29;
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ratio_matches_hand_computed_values() {
+        // indel("kitten", "sitting") = 5 (LCS "ittn" = 4; 6 + 7 - 2*4).
+        assert_eq!(lev_ratio("kitten", "sitting"), 1.0 - 5.0 / 13.0);
+        assert_eq!(lev_ratio("", ""), 1.0);
+        assert_eq!(lev_ratio("abc", ""), 0.0);
+        assert_eq!(lev_ratio("abc", "abc"), 1.0);
+    }
+
+    #[test]
+    fn ratio_counts_code_points_not_bytes() {
+        // One substitution = 2 indels over 4 + 4 code points.
+        assert_eq!(lev_ratio("мира", "мирб"), 1.0 - 2.0 / 8.0);
+        assert_eq!(lev_ratio("北京大学", "北京大字"), 0.75);
+        assert_eq!(lev_ratio("caf\u{e9}", "cafe"), 0.75);
+    }
+
+    #[test]
+    fn exactly_point_nine_is_reached_and_cutoff_is_inclusive() {
+        // 20 + 20 code points, indel distance 4: ratio 1 - 4/40 = 0.9 exactly.
+        let a = "abcdefghijklmnopqrst";
+        let b = "abcdefghijklmnopqrXY";
+        assert_eq!(lev_ratio(a, b), 0.9);
+        assert_eq!(lev_ratio_cutoff(a, b, 0.9), 0.9);
+        assert_eq!(lev_ratio_cutoff(a, b, 0.9000001), 0.0);
+    }
+
+    #[test]
+    fn max_distance_is_exact_at_boundaries() {
+        assert_eq!(max_distance_where(40, |r| r >= 0.9), Some(4));
+        assert_eq!(max_distance_where(40, |r| r > 0.9), Some(3));
+        assert_eq!(max_distance_where(0, |r| r > 0.9), Some(0));
+        assert_eq!(max_distance_where(10, |r| r > 1.0), None);
+    }
+
+    #[test]
+    fn histogram_bound_is_exact_for_anagrams_and_bounds_distance() {
+        let (a, b) = ("listen", "silent");
+        assert_eq!(
+            CharHistogram::new(a).indel_lower_bound(&CharHistogram::new(b)),
+            0
+        );
+        let (a, b) = ("aaaa", "bbbb");
+        assert_eq!(
+            CharHistogram::new(a).indel_lower_bound(&CharHistogram::new(b)),
+            8
+        );
+    }
+
+    #[test]
+    fn resemblance_of_shared_shingles() {
+        let none = Stopwords::default();
+        let a = Shingles::new("a b c d e", 2, &none); // ab bc cd de
+        let b = Shingles::new("a b c d f", 2, &none); // ab bc cd df
+        assert_eq!(resemblance(&a, &b), 3.0 / 5.0);
+    }
+
+    #[test]
+    fn short_texts_form_one_shingle() {
+        let none = Stopwords::default();
+        let a = Shingles::new("Hello world", 5, &none);
+        assert_eq!(a.len(), 1);
+        assert_eq!(
+            resemblance(&a, &Shingles::new("hello, WORLD!", 5, &none)),
+            1.0
+        );
+        assert_eq!(
+            resemblance(&a, &Shingles::new("hello there", 5, &none)),
+            0.0
+        );
+    }
+
+    #[test]
+    fn empty_and_all_stopword_texts_are_never_duplicates() {
+        let stop = Stopwords::parse("the, a AN");
+        assert_eq!(stop.len(), 3);
+        let e = Shingles::new("The a an", 3, &stop);
+        assert!(e.is_empty());
+        assert_eq!(resemblance(&e, &e), 0.0);
+        let empty = Shingles::new("", 3, &Stopwords::default());
+        assert_eq!(resemblance(&empty, &empty), 0.0);
+    }
+
+    #[test]
+    fn stopwords_are_removed_before_shingling() {
+        let stop = Stopwords::parse("the");
+        let a = Shingles::new("the cat sat on the mat", 2, &stop);
+        let b = Shingles::new("cat sat on mat", 2, &Stopwords::default());
+        assert_eq!(resemblance(&a, &b), 1.0);
+    }
+
+    proptest! {
+        #[test]
+        fn ratio_is_symmetric_and_bounded(a in "[a-dé ]{0,40}", b in "[a-dé ]{0,40}") {
+            let r = lev_ratio(&a, &b);
+            prop_assert!((0.0..=1.0).contains(&r));
+            prop_assert_eq!(r, lev_ratio(&b, &a));
+        }
+
+        #[test]
+        fn cutoff_never_changes_a_ratio_above_it(a in "[a-c]{0,30}", b in "[a-c]{0,30}", c in 0.0f64..1.0) {
+            let full = lev_ratio(&a, &b);
+            let cut = lev_ratio_cutoff(&a, &b, c);
+            if full >= c { prop_assert_eq!(cut, full); } else { prop_assert_eq!(cut, 0.0); }
+        }
+
+        #[test]
+        fn histogram_bound_never_exceeds_distance(a in "[a-eя]{0,30}", b in "[a-eя]{0,30}") {
+            let d = indel_distance(&CodePoints::new(&a), &CodePoints::new(&b), usize::MAX).unwrap();
+            prop_assert!(CharHistogram::new(&a).indel_lower_bound(&CharHistogram::new(&b)) <= d);
+        }
+
+        #[test]
+        fn resemblance_is_symmetric_and_bounded(a in "[a-c ]{0,40}", b in "[a-c ]{0,40}") {
+            let none = Stopwords::default();
+            let (x, y) = (Shingles::new(&a, 2, &none), Shingles::new(&b, 2, &none));
+            let r = resemblance(&x, &y);
+            prop_assert!((0.0..=1.0).contains(&r));
+            prop_assert_eq!(r, resemblance(&y, &x));
+        }
+    }
+}

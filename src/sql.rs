@@ -1,0 +1,272 @@
+//! Thin SQL bindings of the scalar functions: argument checking, NULL
+//! handling and error messages; the work is done by the pure modules.
+
+use std::sync::Arc;
+
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, Error, Result};
+
+use crate::hash;
+use crate::similarity::{self, Shingles, Stopwords};
+use crate::text;
+use crate::url::{self, UrlOptions};
+
+/// Flags of a pure function: same result for the same arguments, no side
+/// effects, safe in views, triggers and schema objects.
+pub const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
+    .union(FunctionFlags::SQLITE_DETERMINISTIC)
+    .union(FunctionFlags::SQLITE_INNOCUOUS);
+
+/// Largest `len(a) * len(b)` lev_ratio computes (about a second of work);
+/// beyond it the call fails instead of running for hours.
+pub const MAX_LEV_CELLS: u128 = 100_000_000_000;
+
+/// The SQL error `<function>: <problem>, got <value>`.
+pub fn user_error(function: &str, problem: &str, got: &str) -> Error {
+    Error::UserFunctionError(format!("{function}: {problem}, got {got}").into())
+}
+
+/// Describes a value for an error message: its type and a short excerpt.
+pub fn describe(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Null => "NULL".to_string(),
+        ValueRef::Integer(i) => format!("integer {i}"),
+        ValueRef::Real(r) => format!("real {r}"),
+        ValueRef::Text(t) => {
+            let s = String::from_utf8_lossy(t);
+            let excerpt: String = s.chars().take(40).collect();
+            if excerpt.len() < s.len() {
+                format!("text '{excerpt}...' ({} bytes)", t.len())
+            } else {
+                format!("text '{excerpt}'")
+            }
+        }
+        ValueRef::Blob(b) => format!("blob of {} bytes", b.len()),
+    }
+}
+
+/// Checks the argument count of a variadic registration.
+fn check_arity(ctx: &Context<'_>, function: &str, min: usize, max: usize) -> Result<()> {
+    let n = ctx.len();
+    if n < min || n > max {
+        let expected = if min == max {
+            format!("{min} argument{}", if min == 1 { "" } else { "s" })
+        } else {
+            format!("{min} to {max} arguments")
+        };
+        return Err(user_error(
+            function,
+            &format!("expected {expected}"),
+            &format!("{n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Argument `i` as text; `None` for NULL; an error for other types or
+/// invalid UTF-8.
+fn text_arg<'a>(
+    ctx: &'a Context<'_>,
+    i: usize,
+    function: &str,
+    name: &str,
+) -> Result<Option<&'a str>> {
+    match ctx.get_raw(i) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(bytes) => std::str::from_utf8(bytes).map(Some).map_err(|e| {
+            user_error(
+                function,
+                &format!("{name} is not valid UTF-8 (byte {})", e.valid_up_to()),
+                &format!("text of {} bytes", bytes.len()),
+            )
+        }),
+        other => Err(user_error(
+            function,
+            &format!("{name} must be TEXT"),
+            &describe(other),
+        )),
+    }
+}
+
+/// Argument `i` as a number (integer or real); `None` for NULL.
+fn number_arg(ctx: &Context<'_>, i: usize, function: &str, name: &str) -> Result<Option<f64>> {
+    match ctx.get_raw(i) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(v) => Ok(Some(v as f64)),
+        ValueRef::Real(v) => Ok(Some(v)),
+        other => Err(user_error(
+            function,
+            &format!("{name} must be a number"),
+            &describe(other),
+        )),
+    }
+}
+
+/// The URL options of argument `i`, parsed once per statement (SQLite
+/// auxiliary data); the defaults when the argument is absent.
+fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Arc<UrlOptions>> {
+    if ctx.len() <= i {
+        return Ok(Arc::new(UrlOptions::default()));
+    }
+    ctx.get_or_create_aux(i as i32, |v| -> std::result::Result<UrlOptions, String> {
+        match v {
+            ValueRef::Null => Ok(UrlOptions::default()),
+            ValueRef::Text(t) => {
+                let spec = std::str::from_utf8(t).map_err(|_| {
+                    format!(
+                        "{function}: options are not valid UTF-8, got text of {} bytes",
+                        t.len()
+                    )
+                })?;
+                UrlOptions::parse(spec).map_err(|e| format!("{function}: {e}, got '{spec}'"))
+            }
+            other => Err(format!(
+                "{function}: options must be TEXT, got {}",
+                describe(other)
+            )),
+        }
+    })
+}
+
+fn text_result(s: Option<String>) -> ToSqlOutput<'static> {
+    ToSqlOutput::Owned(s.map_or(Value::Null, Value::Text))
+}
+
+/// Registers the scalar functions on `db`.
+pub fn register_scalars(db: &Connection) -> Result<()> {
+    db.create_scalar_function("normalize_text", -1, PURE, |ctx| {
+        check_arity(ctx, "normalize_text", 1, 1)?;
+        let t = text_arg(ctx, 0, "normalize_text", "text")?;
+        Ok(text_result(t.map(text::normalize)))
+    })?;
+
+    db.create_scalar_function("content_hash", -1, PURE, |ctx| {
+        check_arity(ctx, "content_hash", 1, 1)?;
+        let t = text_arg(ctx, 0, "content_hash", "text")?;
+        Ok(text_result(t.and_then(hash::content_hash)))
+    })?;
+
+    db.create_scalar_function("canonical_url", -1, PURE, |ctx| {
+        check_arity(ctx, "canonical_url", 1, 2)?;
+        let opts = url_options(ctx, 1, "canonical_url")?;
+        let u = text_arg(ctx, 0, "canonical_url", "url")?;
+        Ok(text_result(u.and_then(|u| {
+            url::canonicalize(u, &opts).ok().map(|c| c.url)
+        })))
+    })?;
+
+    db.create_scalar_function("url_domain", -1, PURE, |ctx| {
+        check_arity(ctx, "url_domain", 1, 2)?;
+        let opts = url_options(ctx, 1, "url_domain")?;
+        let u = text_arg(ctx, 0, "url_domain", "url")?;
+        Ok(text_result(u.and_then(|u| {
+            url::canonicalize(u, &opts).ok().map(|c| c.domain)
+        })))
+    })?;
+
+    db.create_scalar_function("url_wayback", -1, PURE, |ctx| {
+        check_arity(ctx, "url_wayback", 1, 1)?;
+        let u = text_arg(ctx, 0, "url_wayback", "url")?;
+        Ok(text_result(u.and_then(|u| {
+            url::unwrap_wayback(u.trim().trim_end_matches('/'))
+                .map(|(_, wrapper)| wrapper.to_string())
+        })))
+    })?;
+
+    db.create_scalar_function("url_discard_reason", -1, PURE, |ctx| {
+        check_arity(ctx, "url_discard_reason", 1, 2)?;
+        let opts = url_options(ctx, 1, "url_discard_reason")?;
+        let u = text_arg(ctx, 0, "url_discard_reason", "url")?;
+        Ok(text_result(u.and_then(|u| {
+            url::canonicalize(u, &opts).err().map(|d| d.to_string())
+        })))
+    })?;
+
+    db.create_scalar_function("lev_ratio", -1, PURE, |ctx| {
+        check_arity(ctx, "lev_ratio", 2, 3)?;
+        let a = text_arg(ctx, 0, "lev_ratio", "a")?;
+        let b = text_arg(ctx, 1, "lev_ratio", "b")?;
+        let cutoff = if ctx.len() > 2 {
+            number_arg(ctx, 2, "lev_ratio", "score_cutoff")?
+        } else {
+            None
+        };
+        if let Some(c) = cutoff {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(user_error(
+                    "lev_ratio",
+                    "score_cutoff must be in [0.0, 1.0]",
+                    &describe(ctx.get_raw(2)),
+                ));
+            }
+        }
+        let (Some(a), Some(b)) = (a, b) else {
+            return Ok(None);
+        };
+        let (la, lb) = (a.chars().count(), b.chars().count());
+        let cutoff = cutoff.unwrap_or(0.0);
+        // The length bound decides without the limit below.
+        if 1.0 - (la.abs_diff(lb) as f64) / ((la + lb).max(1) as f64) < cutoff {
+            return Ok(Some(0.0));
+        }
+        if (la as u128) * (lb as u128) > MAX_LEV_CELLS {
+            return Err(user_error(
+                "lev_ratio",
+                &format!("inputs too long: len(a) * len(b) must be at most {MAX_LEV_CELLS}"),
+                &format!("{la} * {lb}"),
+            ));
+        }
+        Ok(Some(similarity::lev_ratio_cutoff(a, b, cutoff)))
+    })?;
+
+    db.create_scalar_function("shingle_resemblance", -1, PURE, |ctx| {
+        const F: &str = "shingle_resemblance";
+        check_arity(ctx, F, 2, 4)?;
+        let a = text_arg(ctx, 0, F, "a")?;
+        let b = text_arg(ctx, 1, F, "b")?;
+        let n = if ctx.len() > 2 {
+            match ctx.get_raw(2) {
+                ValueRef::Null => 5,
+                ValueRef::Integer(n) if (1..=64).contains(&n) => n as usize,
+                other => {
+                    return Err(user_error(
+                        F,
+                        "n must be an integer in [1, 64]",
+                        &describe(other),
+                    ))
+                }
+            }
+        } else {
+            5
+        };
+        let stopwords = if ctx.len() > 3 {
+            ctx.get_or_create_aux(3, |v| -> std::result::Result<Stopwords, String> {
+                match v {
+                    ValueRef::Null => Ok(Stopwords::default()),
+                    ValueRef::Text(t) => {
+                        std::str::from_utf8(t).map(Stopwords::parse).map_err(|_| {
+                            format!(
+                                "{F}: stopwords are not valid UTF-8, got text of {} bytes",
+                                t.len()
+                            )
+                        })
+                    }
+                    other => Err(format!(
+                        "{F}: stopwords must be TEXT, got {}",
+                        describe(other)
+                    )),
+                }
+            })?
+        } else {
+            Arc::new(Stopwords::default())
+        };
+        let (Some(a), Some(b)) = (a, b) else {
+            return Ok(None);
+        };
+        let sa = Shingles::new(a, n, &stopwords);
+        let sb = Shingles::new(b, n, &stopwords);
+        Ok(Some(similarity::resemblance(&sa, &sb)))
+    })?;
+    Ok(())
+}

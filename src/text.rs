@@ -1,0 +1,298 @@
+//! Text normalization and tokenization: the "parsed" form the pipeline compares.
+//!
+//! [`normalize`] folds a page to lowercase ASCII and collapses whitespace. It is
+//! idempotent and leaves text that the reference pipeline already normalized
+//! unchanged, so `sha1(normalize(parsed)) == sha1(parsed)` on reference data.
+//! [`words`] splits text into lowercased runs of Unicode alphanumerics.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Typographic characters folded the way the reference does, before the
+/// generic transliteration (deunicode) handles everything else.
+fn typographic_fold(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{2018}' | '\u{2019}' | '\u{02bc}' | '\u{00b4}' => "'",
+        '\u{201c}' | '\u{201d}' | '\u{00ab}' | '\u{00bb}' => "\"",
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}'
+        | '\u{ff0d}' | '\u{fe63}' => "-",
+        '\u{00a6}' | '\u{2022}' | '\u{00b7}' | '\u{00a9}' | '\u{00ae}' | '\u{2122}'
+        | '\u{2191}' | '\u{21b5}' | '\u{2714}' | '\u{200b}' | '\u{200c}' | '\u{00a0}' => " ",
+        '\u{00d7}' => "x",
+        '\u{2026}' => "...",
+        '\u{2190}' => "<-",
+        '\u{2192}' => "->",
+        '\u{2194}' => "<->",
+        '\u{00ad}' | '\u{200d}' | '\u{feff}' => "",
+        _ => return None,
+    })
+}
+
+/// Normalizes page text: lowercase, Unicode NFKC, typographic characters and
+/// every other non-ASCII character transliterated to ASCII (deunicode; CJK,
+/// Cyrillic, Greek and Arabic become Latin letters instead of vanishing),
+/// whitespace collapsed, trimmed.
+///
+/// Whitespace rules, applied to each maximal run of blanks (space, tab, CR,
+/// LF, VT, FF; `|` counts as a space; CR LF counts as one line break):
+/// - no line break: one space;
+/// - two or more line breaks: one blank line (`"\n\n"`);
+/// - exactly one line break between two word characters with no space
+///   around it: one space (a line wrapped inside a sentence);
+/// - otherwise that one line break (tab kept as tab), with at most one space
+///   kept on each side (the form the reference leaves in its output).
+///
+/// Also `` ` `` becomes `'` and `''` becomes `"`. The function is idempotent.
+///
+/// One exception to lowercasing, for parity with the reference: the
+/// trademark sign `™` becomes `TM` (the reference lowercases before NFKC), and
+/// a `TM` not preceded by an uppercase letter nor followed by a letter stays
+/// uppercase, so `normalize` is the identity on the reference's output.
+pub fn normalize(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    if text.is_ascii() {
+        collapse_ascii(text.as_bytes(), &mut out);
+    } else {
+        collapse_ascii(transliterate(text).as_bytes(), &mut out);
+    }
+    // `collapse_ascii` only ever writes ASCII bytes.
+    String::from_utf8(out).expect("normalized text is ASCII")
+}
+
+/// Maps non-ASCII text to ASCII: lowercase, NFKC, typographic fold, deunicode.
+fn transliterate(text: &str) -> String {
+    let mut ascii = String::with_capacity(text.len() + text.len() / 2);
+    for c in text.to_lowercase().nfkc() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else if let Some(folded) = typographic_fold(c) {
+            ascii.push_str(folded);
+        } else if let Some(t) = deunicode::deunicode_char(c) {
+            // deunicode marks unknown characters with "[?]": drop those.
+            if t != "[?]" {
+                ascii.push_str(t);
+            }
+        }
+    }
+    ascii
+}
+
+const fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// True when `input[i..]` starts a trademark sign as the reference renders
+/// it: `TM` not preceded by an uppercase letter nor followed by a letter.
+/// The reference lowercases before NFKC, so `™` survives as uppercase `TM`;
+/// keeping it lets reference-normalized text hash identically.
+fn is_trademark_at(input: &[u8], i: usize) -> bool {
+    input.get(i + 1) == Some(&b'M')
+        && (i == 0 || !input[i - 1].is_ascii_uppercase())
+        && !input.get(i + 2).is_some_and(u8::is_ascii_alphabetic)
+}
+
+/// The ASCII pass: lowercase, quote folding and whitespace collapsing.
+fn collapse_ascii(input: &[u8], out: &mut Vec<u8>) {
+    // State of the pending whitespace run.
+    let mut in_run = false;
+    let mut breaks = 0u32;
+    let mut break_byte = b'\n';
+    let mut spaces_before = false; // a space before the first break
+    let mut spaces_after = false; // a space after the last break
+    let mut prev_cr = false;
+    let mut keep_upper = false;
+    for (i, &raw) in input.iter().enumerate() {
+        let b = match raw {
+            b'T' if is_trademark_at(input, i) => {
+                keep_upper = true;
+                raw
+            }
+            b'M' if keep_upper => {
+                keep_upper = false;
+                raw
+            }
+            b'A'..=b'Z' => raw + 32,
+            b'`' => b'\'',
+            b'|' => b' ',
+            _ => raw,
+        };
+        match b {
+            b' ' => {
+                if !in_run {
+                    in_run = true;
+                    breaks = 0;
+                    spaces_before = false;
+                    spaces_after = false;
+                }
+                if breaks == 0 {
+                    spaces_before = true;
+                } else {
+                    spaces_after = true;
+                }
+                prev_cr = false;
+            }
+            b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => {
+                if !in_run {
+                    in_run = true;
+                    breaks = 0;
+                    spaces_before = false;
+                    spaces_after = false;
+                }
+                if !(b == b'\n' && prev_cr) {
+                    breaks += 1;
+                    break_byte = if b == b'\t' { b'\t' } else { b'\n' };
+                    spaces_after = false;
+                }
+                prev_cr = b == b'\r';
+            }
+            _ => {
+                if in_run {
+                    in_run = false;
+                    prev_cr = false;
+                    if let Some(&last) = out.last() {
+                        match breaks {
+                            0 => out.push(b' '),
+                            1 => {
+                                if !spaces_before
+                                    && !spaces_after
+                                    && is_word_byte(last)
+                                    && is_word_byte(b)
+                                {
+                                    out.push(b' ');
+                                } else {
+                                    if spaces_before {
+                                        out.push(b' ');
+                                    }
+                                    out.push(break_byte);
+                                    if spaces_after {
+                                        out.push(b' ');
+                                    }
+                                }
+                            }
+                            _ => out.extend_from_slice(b"\n\n"),
+                        }
+                    }
+                    out.push(b);
+                } else if b == b'\'' && out.last() == Some(&b'\'') {
+                    *out.last_mut().expect("checked non-empty") = b'"';
+                } else {
+                    out.push(b);
+                }
+            }
+        }
+    }
+}
+
+/// Splits text into tokens: maximal runs of Unicode alphanumeric characters,
+/// lowercased.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            if w.is_ascii() {
+                w.to_ascii_lowercase()
+            } else {
+                w.to_lowercase()
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn lowercases_and_collapses_spaces() {
+        assert_eq!(normalize("  Hello   World  "), "hello world");
+    }
+
+    #[test]
+    fn blank_line_runs_become_one_blank_line() {
+        assert_eq!(normalize("a\n\n\n\nb"), "a\n\nb");
+        assert_eq!(normalize("a \n \n b"), "a\n\nb");
+        assert_eq!(normalize("a\r\n\r\nb"), "a\n\nb");
+    }
+
+    #[test]
+    fn single_newline_inside_words_becomes_space() {
+        assert_eq!(normalize("wrapped\nline"), "wrapped line");
+        assert_eq!(normalize("wrapped\r\nline"), "wrapped line");
+        // Not between two word characters: the line break stays.
+        assert_eq!(normalize("end.\nNext"), "end.\nnext");
+    }
+
+    #[test]
+    fn spaces_around_a_single_break_keep_at_most_one() {
+        assert_eq!(normalize("a   \n   b"), "a \n b");
+        assert_eq!(normalize("a \nb"), "a \nb");
+        assert_eq!(normalize("a\n b"), "a\n b");
+    }
+
+    #[test]
+    fn quotes_and_pipes_fold() {
+        assert_eq!(normalize("it`s ''quoted'' a|b"), "it's \"quoted\" a b");
+        assert_eq!(normalize("'''"), "\"'");
+    }
+
+    #[test]
+    fn typographic_characters_fold_like_the_reference() {
+        assert_eq!(
+            normalize("\u{201c}Smart\u{201d} \u{2014} it\u{2019}s\u{2026}"),
+            "\"smart\" - it's..."
+        );
+    }
+
+    #[test]
+    fn non_latin_scripts_are_transliterated_not_dropped() {
+        assert_eq!(normalize("Привет, мир"), "privet, mir");
+        assert_eq!(normalize("Καλημέρα"), "kalemera");
+        assert_eq!(normalize("مرحبا"), "mrhb");
+        assert_eq!(normalize("北京"), "bei jing");
+        assert_ne!(normalize("Один"), normalize("Два"));
+    }
+
+    #[test]
+    fn trademark_sign_renders_as_the_reference_does() {
+        assert_eq!(
+            normalize("Requests: HTTP for Humans\u{2122}"),
+            "requests: http for humansTM"
+        );
+        assert_eq!(
+            normalize("requests: http for humansTM"),
+            "requests: http for humansTM"
+        );
+        assert_eq!(normalize("ATM HTML TMs"), "atm html tms");
+    }
+
+    #[test]
+    fn accented_latin_folds() {
+        assert_eq!(normalize("Élève à Noël, Straße"), "eleve a noel, strasse");
+    }
+
+    #[test]
+    fn empty_and_blank_text_normalize_to_empty() {
+        assert_eq!(normalize(""), "");
+        assert_eq!(normalize(" \n\t "), "");
+    }
+
+    #[test]
+    fn words_are_lowercased_alphanumeric_runs() {
+        let w: Vec<_> = words("Hello, World! Straße 42x — Привет").collect();
+        assert_eq!(w, ["hello", "world", "straße", "42x", "привет"]);
+    }
+
+    proptest! {
+        #[test]
+        fn normalize_is_idempotent(s in "[a-zA-Z0-9 .,'`|\"\t\r\n\u{a0}\u{2019}\u{2014}éПж北]{0,80}") {
+            let once = normalize(&s);
+            prop_assert_eq!(normalize(&once), once.clone());
+            prop_assert!(once.is_ascii());
+        }
+
+        #[test]
+        fn normalize_is_idempotent_on_any_string(s in any::<String>()) {
+            let once = normalize(&s);
+            prop_assert_eq!(normalize(&once), once);
+        }
+    }
+}

@@ -1,0 +1,560 @@
+//! URL canonicalization: the reference pipeline's rules, plus the URL
+//! normalization it lacks. Pure functions; no SQLite types.
+//!
+//! Steps, in order (see the README for each rule's rationale and the corpus
+//! rows it changes compared with the reference):
+//! 1. discard the URL when it contains an ignored substring (`/tag/`, ...);
+//! 2. drop trailing slashes, unwrap `web.archive.org/web/<timestamp>/<url>`;
+//! 3. parse (http and https only); lowercase scheme and host, drop default
+//!    ports, user info and dot segments, normalize percent-encoding;
+//! 4. `*.m.wikipedia.org` becomes `*.wikipedia.org`; optionally strip `www.`
+//!    and upgrade `http` to `https`;
+//! 5. drop trailing slashes of the path; keep only the `lang`/`v` query
+//!    parameters (first occurrence each, sorted by name) or, with
+//!    `keep_params`, every parameter except tracking ones; drop the fragment
+//!    unless it is `#page=N` or an application route (`#/...`, `#!/...`);
+//! 6. discard the result when it contains an ignored substring.
+
+use std::fmt;
+
+/// The reference's ignore list: URLs containing one of these are dropped.
+pub const DEFAULT_IGNORE: &[&str] = &[
+    "/tag/",
+    "/tags/",
+    "/category/",
+    "/categories/",
+    "/author/",
+    "/authors/",
+    "/profil/",
+    "/profiles/",
+    "/user/",
+    "/users/",
+    "/login/",
+    "/signup/",
+    "/member/",
+    "/members/",
+    "/cart/",
+    "/shop/",
+    "/register",
+];
+
+/// Query parameters kept when parameters are discarded (translations,
+/// video ids).
+pub const DEFAULT_KEEP: &[&str] = &["lang", "v"];
+
+/// Query parameters that are never kept; a trailing `*` makes a prefix.
+/// Compared case-insensitively.
+pub const DEFAULT_TRACKING: &[&str] = &[
+    "utm_*",
+    "fbclid",
+    "gclid",
+    "dclid",
+    "gbraid",
+    "wbraid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "igshid",
+    "ref",
+    "ref_src",
+    "source",
+    "phpsessid",
+    "jsessionid",
+    "sessionid",
+    "sid",
+];
+
+/// Options of [`canonicalize`]; `Default` gives the reference's settings
+/// (`discard_params` on, `fix_urls` off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlOptions {
+    /// Keep every query parameter except tracking ones (the reference's
+    /// `discard_params = False`).
+    pub keep_params: bool,
+    /// Remove a leading `www.` from the host.
+    pub strip_www: bool,
+    /// Rewrite `http` to `https`.
+    pub prefer_https: bool,
+    /// Substrings that mark a URL as ignored.
+    pub ignore: Vec<String>,
+    /// Query parameter names kept when parameters are discarded.
+    pub keep: Vec<String>,
+    /// Query parameter names (or `prefix*`) never kept.
+    pub tracking: Vec<String>,
+}
+
+impl Default for UrlOptions {
+    fn default() -> Self {
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+        UrlOptions {
+            keep_params: false,
+            strip_www: false,
+            prefer_https: false,
+            ignore: owned(DEFAULT_IGNORE),
+            keep: owned(DEFAULT_KEEP),
+            tracking: owned(DEFAULT_TRACKING),
+        }
+    }
+}
+
+/// The option words [`UrlOptions::parse`] accepts.
+pub const OPTION_WORDS: &str = "keep_params, discard_params, strip_www, https, \
+    ignore=a|b, ignore+=a|b, keep=a|b, keep+=a|b, tracking=a|b, tracking+=a|b";
+
+impl UrlOptions {
+    /// Parses an option string: comma-separated words from [`OPTION_WORDS`].
+    /// `name=a|b` replaces a list, `name+=a|b` extends it, `name=` empties it.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let mut opts = UrlOptions::default();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item {
+                "keep_params" => opts.keep_params = true,
+                "discard_params" => opts.keep_params = false,
+                "strip_www" => opts.strip_www = true,
+                "https" => opts.prefer_https = true,
+                _ => {
+                    let (name, value, extend) = if let Some((n, v)) = item.split_once("+=") {
+                        (n.trim(), v, true)
+                    } else if let Some((n, v)) = item.split_once('=') {
+                        (n.trim(), v, false)
+                    } else {
+                        return Err(format!("unknown option '{item}' (known: {OPTION_WORDS})"));
+                    };
+                    let list = match name {
+                        "ignore" => &mut opts.ignore,
+                        "keep" => &mut opts.keep,
+                        "tracking" => &mut opts.tracking,
+                        _ => {
+                            return Err(format!("unknown option '{item}' (known: {OPTION_WORDS})"))
+                        }
+                    };
+                    if !extend {
+                        list.clear();
+                    }
+                    let lower = name != "ignore";
+                    list.extend(
+                        value
+                            .split('|')
+                            .map(str::trim)
+                            .filter(|s| !s.is_empty())
+                            .map(|s| {
+                                if lower {
+                                    s.to_ascii_lowercase()
+                                } else {
+                                    s.to_string()
+                                }
+                            }),
+                    );
+                }
+            }
+        }
+        Ok(opts)
+    }
+
+    fn ignored_pattern(&self, url: &str) -> Option<&str> {
+        self.ignore
+            .iter()
+            .find(|p| url.contains(p.as_str()))
+            .map(String::as_str)
+    }
+
+    fn is_tracking(&self, name: &str) -> bool {
+        self.tracking.iter().any(|t| match t.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == t,
+        })
+    }
+}
+
+/// A canonicalized URL with what the pipeline needs beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanonicalUrl {
+    /// The canonical URL.
+    pub url: String,
+    /// Its host (lowercase, no port), the pipeline's `domain`.
+    pub domain: String,
+    /// The web.archive.org wrapper the URL was unwrapped from, if any.
+    pub wayback: Option<String>,
+}
+
+/// Why a URL leaves the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discard {
+    /// It contains an ignored substring (the pattern is given).
+    Ignored(String),
+    /// It cannot be parsed as an http(s) URL with a host.
+    Unparseable(String),
+}
+
+impl fmt::Display for Discard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Discard::Ignored(p) => write!(f, "ignored: {p}"),
+            Discard::Unparseable(why) => write!(f, "unparseable: {why}"),
+        }
+    }
+}
+
+/// Returns the archived URL and the wrapper when `url` is a
+/// `web.archive.org/web/<digits>[flags]/<http(s) url>` snapshot URL.
+pub fn unwrap_wayback(url: &str) -> Option<(&str, &str)> {
+    let rest = strip_prefix_ignore_case(url, "https://")
+        .or_else(|| strip_prefix_ignore_case(url, "http://"))?;
+    let rest = strip_prefix_ignore_case(rest, "web.archive.org/web/")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = &rest[digits..];
+    let flags = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
+        .count();
+    let inner = rest[flags..].strip_prefix('/')?;
+    if strip_prefix_ignore_case(inner, "http://").is_some()
+        || strip_prefix_ignore_case(inner, "https://").is_some()
+    {
+        Some((inner, url))
+    } else {
+        None
+    }
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    if s.len() >= prefix.len()
+        && s.is_char_boundary(prefix.len())
+        && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    {
+        Some(&s[prefix.len()..])
+    } else {
+        None
+    }
+}
+
+/// Canonicalizes `url` (see the module documentation for the rules).
+pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discard> {
+    let original = url.trim();
+    if let Some(p) = opts.ignored_pattern(original) {
+        return Err(Discard::Ignored(p.to_string()));
+    }
+    let trimmed = original.trim_end_matches('/');
+    let (target, wayback) = match unwrap_wayback(trimmed) {
+        Some((inner, wrapper)) => (inner, Some(wrapper.to_string())),
+        None => (trimmed, None),
+    };
+    let parsed = ::url::Url::parse(target)
+        .map_err(|e| Discard::Unparseable(format!("{e} in '{target}'")))?;
+    let scheme = match parsed.scheme() {
+        "http" if opts.prefer_https => "https",
+        s @ ("http" | "https") => s,
+        other => {
+            return Err(Discard::Unparseable(format!(
+                "scheme '{other}' is not http(s)"
+            )))
+        }
+    };
+    let mut host = parsed
+        .host_str()
+        .ok_or_else(|| Discard::Unparseable("no host".to_string()))?
+        .trim_end_matches('.')
+        .to_string();
+    if host.is_empty() {
+        return Err(Discard::Unparseable("empty host".to_string()));
+    }
+    if let Some(lang) = host.strip_suffix(".m.wikipedia.org") {
+        host = format!("{lang}.wikipedia.org");
+    }
+    if opts.strip_www {
+        if let Some(bare) = host.strip_prefix("www.") {
+            if bare.contains('.') {
+                host = bare.to_string();
+            }
+        }
+    }
+
+    let mut out = String::with_capacity(target.len());
+    out.push_str(scheme);
+    out.push_str("://");
+    out.push_str(&host);
+    if let Some(port) = parsed.port() {
+        // `Url` already dropped the scheme's default port.
+        if !(scheme == "https" && port == 443) {
+            out.push(':');
+            out.push_str(&port.to_string());
+        }
+    }
+    out.push_str(normalize_percent(parsed.path()).trim_end_matches('/'));
+    if let Some(query) = parsed.query() {
+        out.push_str(&canonical_query(query, opts));
+    }
+    if let Some(fragment) = parsed.fragment() {
+        if is_page_anchor(fragment) || fragment.starts_with('/') || fragment.starts_with("!/") {
+            out.push('#');
+            out.push_str(&normalize_percent(fragment));
+        }
+    }
+    // Like the reference, no canonical URL ends with a slash (here a query
+    // value or route may end with one).
+    out.truncate(out.trim_end_matches('/').len());
+    if let Some(p) = opts.ignored_pattern(&out) {
+        return Err(Discard::Ignored(p.to_string()));
+    }
+    Ok(CanonicalUrl {
+        url: out,
+        domain: host,
+        wayback,
+    })
+}
+
+/// `page=N` with N decimal digits: a PDF page anchor.
+fn is_page_anchor(fragment: &str) -> bool {
+    fragment
+        .strip_prefix("page=")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The kept query parameters, sorted by name, as `?a=1&b=2` (or empty).
+/// `&` and a stray `?` both separate parameters.
+fn canonical_query(query: &str, opts: &UrlOptions) -> String {
+    let mut kept: Vec<(String, String)> = Vec::new();
+    for part in query.split(['&', '?']).filter(|p| !p.is_empty()) {
+        let part = normalize_percent(part);
+        let name = part.split('=').next().unwrap_or("").to_ascii_lowercase();
+        if name.is_empty() || opts.is_tracking(&name) {
+            continue;
+        }
+        let keep = if opts.keep_params {
+            !kept.iter().any(|(_, p)| *p == part)
+        } else {
+            opts.keep.contains(&name) && !kept.iter().any(|(n, _)| *n == name)
+        };
+        if keep {
+            kept.push((name, part));
+        }
+    }
+    if kept.is_empty() {
+        return String::new();
+    }
+    kept.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut q = String::from("?");
+    for (i, (_, part)) in kept.iter().enumerate() {
+        if i > 0 {
+            q.push('&');
+        }
+        q.push_str(part);
+    }
+    q
+}
+
+/// Decodes percent-escapes of unreserved characters and uppercases the hex
+/// digits of the others (RFC 3986, section 6.2.2).
+fn normalize_percent(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let (h, l) = (bytes[i + 1], bytes[i + 2]);
+            if let (Some(hv), Some(lv)) = (hex_value(h), hex_value(l)) {
+                let v = hv * 16 + lv;
+                if v.is_ascii_alphanumeric() || matches!(v, b'-' | b'.' | b'_' | b'~') {
+                    out.push(char::from(v));
+                } else {
+                    out.push('%');
+                    out.push(char::from(h.to_ascii_uppercase()));
+                    out.push(char::from(l.to_ascii_uppercase()));
+                }
+                i += 3;
+                continue;
+            }
+        }
+        // Input comes from `Url`, which serializes ASCII only.
+        out.push(char::from(bytes[i]));
+        i += 1;
+    }
+    out
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn canon(url: &str) -> String {
+        canonicalize(url, &UrlOptions::default()).unwrap().url
+    }
+
+    #[test]
+    fn issue_example() {
+        assert_eq!(
+            canon("HTTP://WWW.Example.COM:80/a/./b/../page/?utm_source=x&lang=fr#top"),
+            "http://www.example.com/a/page?lang=fr"
+        );
+    }
+
+    #[test]
+    fn reference_rules() {
+        assert_eq!(
+            canon("https://blog.rust-lang.org/2023/09/19/Rust-1.72.1/"),
+            "https://blog.rust-lang.org/2023/09/19/Rust-1.72.1"
+        );
+        assert_eq!(
+            canon("https://x.example.org/kb/a/?PHPSESSID=7d0b"),
+            "https://x.example.org/kb/a"
+        );
+        assert_eq!(
+            canon("https://x.org/doc.pdf#page=7"),
+            "https://x.org/doc.pdf#page=7"
+        );
+        assert_eq!(canon("https://x.org/post#comments"), "https://x.org/post");
+        assert_eq!(
+            canon("https://en.m.wikipedia.org/wiki/Rust"),
+            "https://en.wikipedia.org/wiki/Rust"
+        );
+        assert_eq!(
+            canon("https://x.org/watch?v=abc&t=10"),
+            "https://x.org/watch?v=abc"
+        );
+        assert_eq!(canon("https://x.org/"), "https://x.org");
+    }
+
+    #[test]
+    fn improvements_over_the_reference() {
+        // lang kept wherever it is, tracking parameters never kept.
+        assert_eq!(
+            canon("https://x.org/a/?utm_source=feed&lang=en"),
+            "https://x.org/a?lang=en"
+        );
+        // A stray second '?' separates parameters.
+        assert_eq!(
+            canon("https://x.org/a/?lang=es?sessionid=77ce"),
+            "https://x.org/a?lang=es"
+        );
+        // First occurrence of a kept parameter; kept parameters sorted.
+        assert_eq!(
+            canon("https://x.org/a?v=2&lang=fr&lang=en"),
+            "https://x.org/a?lang=fr&v=2"
+        );
+        // Percent-encoding normalized, default https port dropped.
+        assert_eq!(
+            canon("https://X.org:443/%7euser%2fx"),
+            "https://x.org/~user%2Fx"
+        );
+        assert_eq!(canon("http://x.org:8080/a/"), "http://x.org:8080/a");
+    }
+
+    #[test]
+    fn wayback_wrappers_are_unwrapped() {
+        let c = canonicalize(
+            "https://web.archive.org/web/20240318151909/https://requests.readthedocs.io/en/v2.12.5/community/recommended/",
+            &UrlOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.url,
+            "https://requests.readthedocs.io/en/v2.12.5/community/recommended"
+        );
+        assert_eq!(c.domain, "requests.readthedocs.io");
+        assert_eq!(
+            c.wayback.as_deref(),
+            Some("https://web.archive.org/web/20240318151909/https://requests.readthedocs.io/en/v2.12.5/community/recommended")
+        );
+        assert_eq!(
+            unwrap_wayback("http://web.archive.org/web/2020id_/http://a.org/x").map(|p| p.0),
+            Some("http://a.org/x")
+        );
+        assert_eq!(unwrap_wayback("https://web.archive.org/web/*/a.org"), None);
+    }
+
+    #[test]
+    fn ignored_before_and_after_unwrapping() {
+        let o = UrlOptions::default();
+        assert_eq!(
+            canonicalize("https://x.org/tag/rust/", &o),
+            Err(Discard::Ignored("/tag/".into()))
+        );
+        // A dot segment hides "/login/" until the path is resolved.
+        assert_eq!(
+            canonicalize("https://x.org/a/../login/x", &o),
+            Err(Discard::Ignored("/login/".into()))
+        );
+    }
+
+    #[test]
+    fn unparseable_urls_are_reported() {
+        let o = UrlOptions::default();
+        assert!(matches!(
+            canonicalize("not a url", &o),
+            Err(Discard::Unparseable(_))
+        ));
+        assert!(matches!(
+            canonicalize("ftp://x.org/a", &o),
+            Err(Discard::Unparseable(_))
+        ));
+        assert!(matches!(canonicalize("", &o), Err(Discard::Unparseable(_))));
+    }
+
+    #[test]
+    fn options_parse_and_apply() {
+        let o =
+            UrlOptions::parse("keep_params, strip_www, https, ignore+=/private/, keep=lang|page")
+                .unwrap();
+        assert!(o.keep_params && o.strip_www && o.prefer_https);
+        assert_eq!(o.keep, ["lang", "page"]);
+        assert!(
+            o.ignore.contains(&"/private/".to_string()) && o.ignore.contains(&"/tag/".to_string())
+        );
+        let c = canonicalize("http://www.x.org/a/?b=2&utm_medium=x&a=1", &o).unwrap();
+        assert_eq!(c.url, "https://x.org/a?a=1&b=2");
+        assert_eq!(c.domain, "x.org");
+        assert_eq!(
+            canonicalize("https://x.org/private/a", &o),
+            Err(Discard::Ignored("/private/".into()))
+        );
+        assert!(UrlOptions::parse("ignore=").unwrap().ignore.is_empty());
+        assert_eq!(
+            UrlOptions::parse("bogus").unwrap_err(),
+            format!("unknown option 'bogus' (known: {OPTION_WORDS})")
+        );
+    }
+
+    #[test]
+    fn app_route_fragments_are_kept() {
+        assert_eq!(
+            canon("https://app.example.org/#/room/abc"),
+            "https://app.example.org#/room/abc"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn canonicalization_is_idempotent(
+            scheme in "(http|https|HTTP)",
+            host in "(www\\.)?[a-zA-Z]{1,8}\\.(org|COM)(:80|:443|:8080)?",
+            path in "(/[a-zA-Z0-9.%~_-]{0,6}){0,4}/?",
+            query in "(\\?[a-z_]{1,5}=[a-z0-9%/]{0,4}([&?][a-z_]{1,5}=[a-z0-9]{0,3}){0,3})?",
+            frag in "(#page=[0-9]{1,2}|#[a-z]{1,4}|#/[a-z/]{0,5})?",
+            keep in any::<bool>(),
+        ) {
+            let o = UrlOptions { keep_params: keep, ..UrlOptions::default() };
+            let url = format!("{scheme}://{host}{path}{query}{frag}");
+            if let Ok(c) = canonicalize(&url, &o) {
+                let again = canonicalize(&c.url, &o).expect("canonical URL stays valid");
+                prop_assert_eq!(&again.url, &c.url);
+                prop_assert_eq!(again.domain, c.domain);
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! `near_dups(input, threshold, distance)`: the window scan as a
+//! table-valued function.
+//!
+//! `input` names a table or view with columns `pos`, `id`, `text`, `rank`;
+//! rows are scanned in `pos` order. Each output row is one removed input
+//! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::near_dups`]).
+
+use std::ffi::c_int;
+use std::marker::PhantomData;
+
+use rusqlite::types::ValueRef;
+use rusqlite::vtab::{
+    eponymous_only_module, Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConfig,
+    VTabConnection, VTabCursor,
+};
+use rusqlite::{ffi, Connection, Error, Result};
+
+use crate::near_dups::{scan, validate, Removal, ScanRow};
+use crate::sql::describe;
+
+const NAME: &str = "near_dups";
+/// Columns the input table or view must have.
+pub const INPUT_COLUMNS: [&str; 4] = ["pos", "id", "text", "rank"];
+const COL_INPUT: c_int = 4;
+const COL_THRESHOLD: c_int = 5;
+const COL_DISTANCE: c_int = 6;
+
+/// Registers the eponymous table-valued function `near_dups`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_module(NAME, eponymous_only_module::<NearDupsTab>(), None)
+}
+
+fn error(problem: &str, got: &str) -> Error {
+    Error::ModuleError(format!("{NAME}: {problem}, got {got}"))
+}
+
+#[repr(C)]
+struct NearDupsTab {
+    base: ffi::sqlite3_vtab,
+    db: *mut ffi::sqlite3,
+}
+
+unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
+    type Aux = ();
+    type Cursor = NearDupsCursor<'vtab>;
+
+    fn connect(
+        db: &mut VTabConnection,
+        _aux: Option<&()>,
+        _args: &[&[u8]],
+    ) -> Result<(String, Self)> {
+        // Reads other tables of the database: not innocuous.
+        db.config(VTabConfig::DirectOnly)?;
+        let handle = unsafe { db.handle() };
+        Ok((
+            "CREATE TABLE x(id INTEGER, survivor INTEGER, anchor INTEGER, ratio REAL, \
+             input HIDDEN, threshold HIDDEN, distance HIDDEN)"
+                .to_owned(),
+            NearDupsTab {
+                base: ffi::sqlite3_vtab::default(),
+                db: handle,
+            },
+        ))
+    }
+
+    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
+        let mut argv: [Option<usize>; 3] = [None; 3];
+        for (i, c) in info.constraints().enumerate() {
+            let slot = match c.column() {
+                COL_INPUT => 0,
+                COL_THRESHOLD => 1,
+                COL_DISTANCE => 2,
+                _ => continue,
+            };
+            if !c.is_usable() || c.operator() != IndexConstraintOp::SQLITE_INDEX_CONSTRAINT_EQ {
+                // Arguments must be given; another plan may provide them.
+                info.set_estimated_cost(1e18);
+                return Ok(());
+            }
+            argv[slot] = Some(i);
+        }
+        let mut mask = 0;
+        let mut n = 0;
+        for (slot, c) in argv.iter().enumerate() {
+            if let Some(i) = c {
+                n += 1;
+                mask |= 1 << slot;
+                let mut usage = info.constraint_usage(*i);
+                usage.set_argv_index(n);
+                usage.set_omit(true);
+            }
+        }
+        info.set_idx_num(mask);
+        info.set_estimated_cost(if mask & 1 == 1 { 1e6 } else { 1e18 });
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<NearDupsCursor<'_>> {
+        Ok(NearDupsCursor {
+            base: ffi::sqlite3_vtab_cursor::default(),
+            db: self.db,
+            rows: Vec::new(),
+            next: 0,
+            phantom: PhantomData,
+        })
+    }
+}
+
+#[repr(C)]
+struct NearDupsCursor<'vtab> {
+    base: ffi::sqlite3_vtab_cursor,
+    db: *mut ffi::sqlite3,
+    rows: Vec<Removal>,
+    next: usize,
+    phantom: PhantomData<&'vtab NearDupsTab>,
+}
+
+/// The three arguments, checked, from the constraint values.
+fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
+    let mut values = args.iter();
+    let mut take = |bit: c_int| {
+        if idx_num & bit != 0 {
+            values.next()
+        } else {
+            None
+        }
+    };
+    let input = match take(1) {
+        Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec())
+            .map_err(|_| error("input must be valid UTF-8", "invalid bytes"))?,
+        Some(other) => {
+            return Err(error(
+                "input must be the name of a table or view",
+                &describe(other),
+            ))
+        }
+        None => return Err(error("input table or view name is required", "no argument")),
+    };
+    let threshold = match take(2) {
+        None => 0.9,
+        Some(ValueRef::Real(r)) => r,
+        Some(ValueRef::Integer(i)) => i as f64,
+        Some(other) => {
+            return Err(error(
+                "threshold must be a number in [0.0, 1.0]",
+                &describe(other),
+            ))
+        }
+    };
+    let distance = match take(4) {
+        None => 49,
+        Some(ValueRef::Integer(i)) => i,
+        Some(other) => {
+            return Err(error(
+                "distance must be a non-negative integer",
+                &describe(other),
+            ))
+        }
+    };
+    validate(threshold, distance).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
+    Ok((input, threshold, distance))
+}
+
+fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Checks that `input` is a table or view with the required columns.
+fn check_input(db: &Connection, input: &str) -> Result<()> {
+    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
+    let columns: Vec<String> = stmt
+        .query_map([input], |r| r.get(0))?
+        .collect::<Result<_>>()?;
+    if columns.is_empty() {
+        return Err(error(
+            "input must be the name of a table or view",
+            &format!("'{input}'"),
+        ));
+    }
+    let missing: Vec<&str> = INPUT_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !columns.iter().any(|have| have == c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(error(
+            &format!(
+                "input must have columns {} (missing {})",
+                INPUT_COLUMNS.join(", "),
+                missing.join(", ")
+            ),
+            &format!("'{input}'"),
+        ));
+    }
+    Ok(())
+}
+
+fn read_row(row: &rusqlite::Row<'_>) -> Result<ScanRow> {
+    let id: i64 = row.get(0)?;
+    let text = match row.get_ref(1)? {
+        ValueRef::Text(t) => String::from_utf8(t.to_vec()).map_err(|_| {
+            error(
+                "text must be valid UTF-8",
+                &format!("invalid text in row id {id}"),
+            )
+        })?,
+        ValueRef::Null => String::new(),
+        other => {
+            return Err(error(
+                "text must be TEXT",
+                &format!("{} in row id {id}", describe(other)),
+            ))
+        }
+    };
+    Ok(ScanRow {
+        id,
+        rank: row.get(2)?,
+        text,
+    })
+}
+
+unsafe impl VTabCursor for NearDupsCursor<'_> {
+    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
+        let (input, threshold, distance) = arguments(idx_num, args)?;
+        // A non-owning handle on the connection that runs this query.
+        let db = unsafe { Connection::from_handle(self.db) }?;
+        check_input(&db, &input)?;
+        let sql = format!(
+            "SELECT id, text, rank FROM {} ORDER BY pos",
+            quote_identifier(&input)
+        );
+        let mut stmt = db.prepare(&sql)?;
+        let rows = stmt.query_map([], read_row)?;
+        let (removed, _stats) = scan(
+            rows,
+            threshold,
+            usize::try_from(distance).unwrap_or(usize::MAX),
+        )?;
+        self.rows = removed;
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.next += 1;
+        Ok(())
+    }
+
+    fn eof(&self) -> bool {
+        self.next >= self.rows.len()
+    }
+
+    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
+        let r = &self.rows[self.next];
+        match i {
+            0 => ctx.set_result(&r.id),
+            1 => ctx.set_result(&r.survivor),
+            2 => ctx.set_result(&r.anchor),
+            3 => ctx.set_result(&r.ratio),
+            _ => ctx.set_result(&rusqlite::types::Null),
+        }
+    }
+
+    fn rowid(&self) -> Result<i64> {
+        Ok(self.next as i64 + 1)
+    }
+}
