@@ -6,6 +6,7 @@
 //! The algorithms live in modules that know nothing of SQLite: [`text`],
 //! [`hash`], [`url`], [`similarity`] and [`near_dups`].
 
+pub mod control;
 pub mod hash;
 pub mod meta;
 pub mod near_dups;
@@ -25,6 +26,7 @@ pub const MIN_SQLITE_VERSION: &str = "3.34.1";
 pub fn register(db: &Connection) -> Result<()> {
     meta::register(db)?;
     sql::register_scalars(db)?;
+    control::register(db)?;
     vtab::register(db)?;
     Ok(())
 }

@@ -1,0 +1,70 @@
+-- Phase 0a: settings and input checks.
+-- Settings live in dedup_settings (created with defaults on first run);
+-- set them before running, e.g.
+--   INSERT OR REPLACE INTO dedup_settings VALUES ('threshold', 0.85);
+-- Every later statement reads temp._dedup_run: when a check here fails,
+-- that table does not exist and nothing after it can change the database.
+CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);
+INSERT OR IGNORE INTO dedup_settings (key, value) VALUES
+  ('threshold', 0.9),     -- near-duplicate when lev_ratio > threshold; 1.0 skips phase 4
+  ('distance', 50),       -- reference meaning: compare each row with the next distance - 1 rows
+  ('discard_params', 1),  -- 1: keep only lang/v query parameters; 0: keep all but tracking ones
+  ('n_min', 0),           -- drop domains with fewer surviving pages (0: keep all)
+  ('url_options', '');    -- extra canonical_url options, e.g. 'strip_www,https'
+
+-- One row per completed run.
+CREATE TABLE IF NOT EXISTS dedup_runs (
+  run INTEGER PRIMARY KEY,
+  finished TEXT,
+  rows_before INTEGER,
+  rows_after INTEGER,
+  settings TEXT
+);
+
+DROP TABLE IF EXISTS temp._dedup_run;
+CREATE TEMP TABLE _dedup_run AS
+WITH s AS (
+  SELECT
+    (SELECT value FROM dedup_settings WHERE key = 'threshold') AS threshold,
+    (SELECT value FROM dedup_settings WHERE key = 'distance') AS distance,
+    (SELECT value FROM dedup_settings WHERE key = 'discard_params') AS discard_params,
+    (SELECT value FROM dedup_settings WHERE key = 'n_min') AS n_min,
+    (SELECT value FROM dedup_settings WHERE key = 'url_options') AS url_options
+),
+required(name) AS (
+  VALUES ('url'), ('domain'), ('title'), ('content'), ('parsed'), ('length'),
+         ('content_hash'), ('datetime'), ('crawled'), ('category'), ('wayback')
+),
+missing AS (
+  SELECT group_concat(name, ', ') AS names FROM required
+  WHERE name NOT IN (SELECT lower(name) FROM pragma_table_info('pages'))
+)
+SELECT
+  coalesce((SELECT max(run) FROM dedup_runs), 0) + 1 AS run,
+  (SELECT count(*) FROM pages) AS rows_before,
+  threshold, CAST(distance AS INTEGER) AS distance, discard_params, CAST(n_min AS INTEGER) AS n_min,
+  CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options
+FROM s, missing
+WHERE dedup_require(EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'pages'),
+        'dedup: table pages not found, got none in this database')
+  AND dedup_require(missing.names IS NULL,
+        'dedup: pages lacks required column(s), got none named ' || missing.names
+        || ' (add them, e.g. ALTER TABLE pages ADD COLUMN crawled TEXT)')
+  AND dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')),
+        'dedup: unknown setting in dedup_settings, got '
+        || (SELECT group_concat(quote(key)) FROM dedup_settings WHERE key NOT IN
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')))
+  AND dedup_require(typeof(threshold) IN ('integer', 'real') AND threshold BETWEEN 0.0 AND 1.0,
+        'dedup: threshold must be in [0.0, 1.0], got ' || quote(threshold))
+  AND dedup_require(typeof(distance) = 'integer' AND distance >= 1,
+        'dedup: distance must be an integer >= 1 (rows compared: distance - 1), got ' || quote(distance))
+  AND dedup_require(discard_params IN (0, 1),
+        'dedup: discard_params must be 0 or 1, got ' || quote(discard_params))
+  AND dedup_require(typeof(n_min) = 'integer' AND n_min >= 0,
+        'dedup: n_min must be a non-negative integer, got ' || quote(n_min))
+  AND dedup_require(url_options IS NULL OR typeof(url_options) = 'text',
+        'dedup: url_options must be text, got ' || quote(url_options))
+  -- Rejects unknown canonical_url options before any work.
+  AND canonical_url('http://x.org', CASE WHEN discard_params THEN '' ELSE 'keep_params,' END
+        || coalesce(url_options, '')) IS NOT NULL;

@@ -1,0 +1,17 @@
+-- Phase 2: one survivor per canonical URL.
+-- Election: non-external first, newer datetime, newer crawled, longer
+-- content, lower source rowid (the reference's _ELECTION_ORDER_URL).
+DROP TABLE IF EXISTS temp._dedup_url_ranked;
+CREATE TEMP TABLE _dedup_url_ranked AS
+SELECT source_rowid,
+       first_value(source_rowid) OVER w AS survivor
+FROM _dedup_prepared
+WHERE canonical_url IS NOT NULL
+WINDOW w AS (
+  PARTITION BY canonical_url
+  ORDER BY CASE WHEN category = 'external' THEN 1 ELSE 0 END ASC,
+           datetime DESC NULLS LAST,
+           crawled DESC NULLS LAST,
+           length DESC NULLS LAST,
+           source_rowid ASC
+);

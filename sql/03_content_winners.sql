@@ -1,0 +1,30 @@
+-- Phase 3: one survivor per content hash among the URL survivors; rows
+-- without a hash (archival stubs) pass through.
+-- Election: as phase 2, but the shorter canonical URL instead of the longer
+-- content (the reference's _ELECTION_ORDER_CONTENT).
+DROP TABLE IF EXISTS temp._dedup_content_ranked;
+CREATE TEMP TABLE _dedup_content_ranked AS
+SELECT p.source_rowid,
+       first_value(p.source_rowid) OVER w AS survivor
+FROM _dedup_prepared AS p
+JOIN _dedup_url_ranked AS u ON u.source_rowid = p.source_rowid AND u.survivor = p.source_rowid
+WHERE p.content_hash IS NOT NULL
+WINDOW w AS (
+  PARTITION BY p.content_hash
+  ORDER BY CASE WHEN p.category = 'external' THEN 1 ELSE 0 END ASC,
+           p.datetime DESC NULLS LAST,
+           p.crawled DESC NULLS LAST,
+           length(p.canonical_url) ASC,
+           p.source_rowid ASC
+);
+
+-- Survivors of phases 2 and 3.
+DROP TABLE IF EXISTS temp._dedup_exact_winners;
+CREATE TEMP TABLE _dedup_exact_winners (source_rowid INTEGER PRIMARY KEY);
+INSERT INTO _dedup_exact_winners
+SELECT source_rowid FROM _dedup_content_ranked WHERE survivor = source_rowid
+UNION ALL
+SELECT p.source_rowid
+FROM _dedup_prepared AS p
+JOIN _dedup_url_ranked AS u ON u.source_rowid = p.source_rowid AND u.survivor = p.source_rowid
+WHERE p.content_hash IS NULL;

@@ -1,0 +1,92 @@
+"""Helpers to run the sql/ pipeline phase by phase on a copy of a database."""
+import csv
+import glob
+import os
+import shutil
+import sqlite3
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
+CORPUS = os.environ.get("DEDUP_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
+PHASES = sorted(glob.glob(os.path.join(ROOT, "sql", "0*.sql")))
+
+
+def connect(path):
+    """A connection with the release build of the extension loaded."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.enable_load_extension(True)
+    conn.load_extension(EXTENSION)
+    return conn
+
+
+def copy_corpus(tmp_path, name="parity-5k.db"):
+    dst = os.path.join(str(tmp_path), name)
+    shutil.copy(os.path.join(CORPUS, name), dst)
+    os.chmod(dst, 0o644)
+    return dst
+
+
+def read_tsv(name):
+    with open(os.path.join(CORPUS, "expected", name), newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def expected_survivors(variant):
+    return {int(r["original_rowid"]): r["canonical_url"] for r in read_tsv(f"parity-5k.{variant}.survivors.tsv")}
+
+
+def set_settings(conn, **settings):
+    conn.execute("CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value)")
+    for key, value in settings.items():
+        conn.execute("INSERT OR REPLACE INTO dedup_settings VALUES (?, ?)", (key, value))
+
+
+def run_phases(conn, phases=PHASES, before=None):
+    """Runs the given phase scripts in one transaction; `before` maps a phase
+    file name to a callable run on the connection before that phase."""
+    conn.execute("BEGIN")
+    try:
+        for path in phases:
+            if before and os.path.basename(path) in before:
+                before[os.path.basename(path)](conn)
+            for statement in split_statements(open(path).read()):
+                conn.execute(statement).fetchall()
+        conn.execute("COMMIT")
+    except Exception:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def split_statements(sql):
+    """Splits a script into complete statements (sqlite3.complete_statement)."""
+    out, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf)
+            buf = ""
+    if buf.strip() and not all(l.strip().startswith("--") or not l.strip() for l in buf.splitlines()):
+        out.append(buf)
+    return out
+
+
+def substitute_reference_urls(conn, keep_params=False):
+    """Replaces phase 1's canonical URLs by the reference's."""
+    column = "canonical_url_keep_params" if keep_params else "canonical_url"
+    rows = []
+    for r in read_tsv("parity-5k.canonical.tsv"):
+        url = r[column]
+        if url == "DISCARDED":
+            rows.append((None, None, None, "ignored: reference", int(r["original_rowid"])))
+        else:
+            rows.append((url, r["domain"], r["wayback"] or None, None, int(r["original_rowid"])))
+    conn.executemany(
+        "UPDATE _dedup_prepared SET canonical_url = ?, domain = ?, wayback = ?, discard_reason = ? "
+        "WHERE source_rowid = ?",
+        rows,
+    )
+
+
+def surviving(conn):
+    return {rowid: url for rowid, url in conn.execute("SELECT rowid, url FROM pages")}
