@@ -21,6 +21,12 @@ CREATE TABLE IF NOT EXISTS dedup_runs (
   settings TEXT
 );
 
+-- Rows removed by the runs: every pages column, with why (see 06_apply.sql).
+CREATE TABLE IF NOT EXISTS dedup_removed AS
+SELECT 0 AS dedup_rowid, 0 AS dedup_run, 0 AS dedup_phase, '' AS dedup_reason,
+       0 AS dedup_survivor, 0.0 AS dedup_ratio, *
+FROM pages WHERE 0;
+
 DROP TABLE IF EXISTS temp._dedup_run;
 CREATE TEMP TABLE _dedup_run AS
 WITH s AS (

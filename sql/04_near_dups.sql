@@ -3,27 +3,43 @@
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
 -- reference's Python election). Skipped when threshold = 1.0.
+-- (Within one run every canonical URL is unique, so url ASC is position.)
 -- The reference compares each row with the next distance - 1 rows and merges
 -- on ratio > threshold: near_dups takes the number of rows ahead.
 DROP TABLE IF EXISTS temp._dedup_near_input;
 CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
+WITH live AS (
+  SELECT p.canonical_url AS url, p.source_rowid AS id, coalesce(p.fill_parsed, g.parsed) AS text,
+         0 AS placeholder,
+         CASE WHEN p.category = 'external' THEN 1 ELSE 0 END AS external,
+         NULLIF(p.datetime, '') AS datetime, NULLIF(p.crawled, '') AS crawled,
+         coalesce(p.length, 0) AS length
+  FROM _dedup_exact_winners AS w
+  JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
+  JOIN pages AS g ON g.rowid = w.source_rowid
+  WHERE coalesce(p.fill_parsed, g.parsed) <> ''
+),
+-- Rows an earlier run removed in phase 4 or 5 keep their window slot (as
+-- placeholders, never compared), so a second run sees the windows the first
+-- one saw and removes nothing more.
+placeholders AS (
+  SELECT canonical_url(d.url, r.url_options) AS url, d.dedup_rowid AS id, NULL AS text,
+         1 AS placeholder, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
+  FROM dedup_removed AS d CROSS JOIN _dedup_run AS r
+  WHERE d.dedup_phase IN (4, 5)
+    AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
+    AND canonical_url(d.url, r.url_options) IS NOT NULL
+)
 INSERT INTO _dedup_near_input
-SELECT row_number() OVER (ORDER BY p.canonical_url) AS pos,
-       p.source_rowid AS id,
-       coalesce(p.fill_parsed, g.parsed) AS text,
+SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
+       id,
+       text,
        row_number() OVER (
-         ORDER BY CASE WHEN p.category = 'external' THEN 1 ELSE 0 END ASC,
-                  NULLIF(p.datetime, '') DESC NULLS LAST,
-                  NULLIF(p.crawled, '') DESC NULLS LAST,
-                  coalesce(p.length, 0) DESC,
-                  p.canonical_url ASC
+         ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
+                  crawled DESC NULLS LAST, length DESC, url ASC
        ) AS rank
-FROM _dedup_exact_winners AS w
-JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-JOIN pages AS g ON g.rowid = w.source_rowid
-CROSS JOIN _dedup_run AS r
-WHERE coalesce(p.fill_parsed, g.parsed) <> ''
-  AND r.threshold < 1.0;
+FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
+WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS

@@ -18,11 +18,6 @@ UNION ALL
 SELECT source_rowid, 5, 'domain ' || quote(domain) || ' has ' || pages || ' page(s), fewer than n_min', NULL, NULL
 FROM _dedup_domain_removed;
 
--- dedup_removed: the removed rows, whole (every pages column), with why.
-CREATE TABLE IF NOT EXISTS dedup_removed AS
-SELECT 0 AS dedup_rowid, 0 AS dedup_run, 0 AS dedup_phase, '' AS dedup_reason,
-       0 AS dedup_survivor, 0.0 AS dedup_ratio, *
-FROM pages WHERE 0;
 INSERT INTO dedup_removed
 SELECT g.rowid, r.run, x.phase, x.reason, x.survivor, x.ratio, g.*
 FROM _dedup_removal AS x

@@ -30,8 +30,10 @@ pub struct ScanRow {
     pub id: i64,
     /// Election rank: lower is better. Ties go to the earlier row.
     pub rank: i64,
-    /// The text compared (the pipeline passes `parsed`).
-    pub text: String,
+    /// The text compared (the pipeline passes `parsed`). `None` marks a
+    /// placeholder: a row removed earlier that still occupies its position
+    /// in the window but is never compared nor elected.
+    pub text: Option<String>,
 }
 
 /// A row the scan removes.
@@ -78,17 +80,19 @@ struct Prepared {
 
 impl Prepared {
     fn new(row: ScanRow, position: u64) -> Self {
-        let wide = (!row.text.is_ascii()).then(|| row.text.chars().collect::<Vec<_>>());
-        let len = wide.as_ref().map_or(row.text.len(), Vec::len);
+        let alive = row.text.is_some();
+        let text = row.text.unwrap_or_default();
+        let wide = (!text.is_ascii()).then(|| text.chars().collect::<Vec<_>>());
+        let len = wide.as_ref().map_or(text.len(), Vec::len);
         Prepared {
             id: row.id,
             rank: row.rank,
             position,
-            histogram: CharHistogram::new(&row.text),
-            text: row.text,
+            histogram: CharHistogram::new(&text),
+            text,
             wide,
             len,
-            alive: true,
+            alive,
         }
     }
 
@@ -247,7 +251,7 @@ mod tests {
                 Ok(ScanRow {
                     id: i as i64 + 1,
                     rank: *rank,
-                    text: t.to_string(),
+                    text: Some(t.to_string()),
                 })
             })
             .collect()
@@ -338,12 +342,33 @@ mod tests {
     }
 
     #[test]
+    fn placeholders_occupy_a_window_slot_but_are_never_compared() {
+        let row = |id, text: Option<&str>| {
+            Ok::<_, ()>(ScanRow {
+                id,
+                rank: id,
+                text: text.map(String::from),
+            })
+        };
+        let source = vec![
+            row(1, Some("same text")),
+            row(2, None),
+            row(3, Some("same text")),
+        ];
+        let (removed, stats) = scan(source.clone(), 0.9, 1).unwrap();
+        assert!(removed.is_empty());
+        assert_eq!(stats.pairs, 0);
+        let (removed, _) = scan(source, 0.9, 2).unwrap();
+        assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
     fn errors_from_the_source_stop_the_scan() {
         let source = vec![
             Ok(ScanRow {
                 id: 1,
                 rank: 0,
-                text: "a".into(),
+                text: Some("a".into()),
             }),
             Err("interrupted"),
         ];

@@ -2,7 +2,8 @@
 //! table-valued function.
 //!
 //! `input` names a table or view with columns `pos`, `id`, `text`, `rank`;
-//! rows are scanned in `pos` order. Each output row is one removed input
+//! rows are scanned in `pos` order; a NULL `text` is a placeholder that
+//! occupies its window slot but is never compared. Each output row is one removed input
 //! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::near_dups`]).
 
 use std::ffi::c_int;
@@ -198,13 +199,13 @@ fn check_input(db: &Connection, input: &str) -> Result<()> {
 fn read_row(row: &rusqlite::Row<'_>) -> Result<ScanRow> {
     let id: i64 = row.get(0)?;
     let text = match row.get_ref(1)? {
-        ValueRef::Text(t) => String::from_utf8(t.to_vec()).map_err(|_| {
+        ValueRef::Text(t) => Some(String::from_utf8(t.to_vec()).map_err(|_| {
             error(
                 "text must be valid UTF-8",
                 &format!("invalid text in row id {id}"),
             )
-        })?,
-        ValueRef::Null => String::new(),
+        })?),
+        ValueRef::Null => None,
         other => {
             return Err(error(
                 "text must be TEXT",
