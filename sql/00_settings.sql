@@ -1,17 +1,36 @@
 -- Phase 0a: settings and input checks.
--- Settings live in dedup_settings (created with defaults on first run);
--- set them before running, e.g.
+-- Settings live in dedup_settings (key, value), created empty on first run;
+-- a key it does not set takes its default. Set them before running, e.g.
 --   INSERT OR REPLACE INTO dedup_settings VALUES ('threshold', 0.85);
+-- Keys and defaults:
+--   threshold      0.9  near-duplicate when lev_ratio > threshold; 1.0 skips phase 4
+--   distance       50   reference meaning: compare each row with the next distance - 1 rows
+--   discard_params 1    1: keep only lang/v query parameters; 0: keep all but tracking ones
+--   n_min          0    drop rows of domains with fewer surviving pages (0: keep all)
+--   url_options    ''   extra canonical_url options, e.g. 'strip_www,https'
 -- Every later statement reads temp._dedup_run: when a check here fails,
 -- that table does not exist and nothing after it can change the database.
-CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);
-INSERT OR IGNORE INTO dedup_settings (key, value) VALUES
-  ('threshold', 0.9),     -- near-duplicate when lev_ratio > threshold; 1.0 skips phase 4
-  ('distance', 50),       -- reference meaning: compare each row with the next distance - 1 rows
-  ('discard_params', 1),  -- 1: keep only lang/v query parameters; 0: keep all but tracking ones
-  ('n_min', 0),           -- drop domains with fewer surviving pages (0: keep all)
-  ('url_options', '');    -- extra canonical_url options, e.g. 'strip_www,https'
+-- Input checks first: a missing table or column is reported before anything
+-- else runs.
+DROP TABLE IF EXISTS temp._dedup_check;
+CREATE TEMP TABLE _dedup_check AS
+WITH required(name) AS (
+  VALUES ('url'), ('domain'), ('title'), ('content'), ('parsed'), ('length'),
+         ('content_hash'), ('datetime'), ('crawled'), ('category'), ('wayback')
+),
+missing AS (
+  SELECT group_concat(name, ', ') AS names FROM required
+  WHERE name NOT IN (SELECT lower(name) FROM pragma_table_info('pages'))
+)
+SELECT dedup_require(
+         pages_exists AND names IS NULL,
+         CASE WHEN NOT pages_exists THEN 'dedup: table pages not found, got none in this database'
+              ELSE 'dedup: pages lacks required column(s), got none named ' || names
+                   || ' (add them, e.g. ALTER TABLE pages ADD COLUMN crawled TEXT)' END) AS ok
+FROM (SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'pages') AS pages_exists,
+             names FROM missing);
 
+CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);
 -- One row per completed run.
 CREATE TABLE IF NOT EXISTS dedup_runs (
   run INTEGER PRIMARY KEY,
@@ -31,32 +50,20 @@ DROP TABLE IF EXISTS temp._dedup_run;
 CREATE TEMP TABLE _dedup_run AS
 WITH s AS (
   SELECT
-    (SELECT value FROM dedup_settings WHERE key = 'threshold') AS threshold,
-    (SELECT value FROM dedup_settings WHERE key = 'distance') AS distance,
-    (SELECT value FROM dedup_settings WHERE key = 'discard_params') AS discard_params,
-    (SELECT value FROM dedup_settings WHERE key = 'n_min') AS n_min,
-    (SELECT value FROM dedup_settings WHERE key = 'url_options') AS url_options
-),
-required(name) AS (
-  VALUES ('url'), ('domain'), ('title'), ('content'), ('parsed'), ('length'),
-         ('content_hash'), ('datetime'), ('crawled'), ('category'), ('wayback')
-),
-missing AS (
-  SELECT group_concat(name, ', ') AS names FROM required
-  WHERE name NOT IN (SELECT lower(name) FROM pragma_table_info('pages'))
+    -- Defaults apply to the keys the table does not set.
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'threshold'), 0.9) AS threshold,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'distance'), 50) AS distance,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'discard_params'), 1) AS discard_params,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'n_min'), 0) AS n_min,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'url_options'), '') AS url_options
 )
 SELECT
   coalesce((SELECT max(run) FROM dedup_runs), 0) + 1 AS run,
   (SELECT count(*) FROM pages) AS rows_before,
   threshold, CAST(distance AS INTEGER) AS distance, discard_params, CAST(n_min AS INTEGER) AS n_min,
   CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options
-FROM s, missing
-WHERE dedup_require(EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'pages'),
-        'dedup: table pages not found, got none in this database')
-  AND dedup_require(missing.names IS NULL,
-        'dedup: pages lacks required column(s), got none named ' || missing.names
-        || ' (add them, e.g. ALTER TABLE pages ADD COLUMN crawled TEXT)')
-  AND dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
+FROM s, _dedup_check
+WHERE dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
         ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')),
         'dedup: unknown setting in dedup_settings, got '
         || (SELECT group_concat(quote(key)) FROM dedup_settings WHERE key NOT IN

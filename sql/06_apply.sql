@@ -101,3 +101,4 @@ DROP TABLE IF EXISTS temp._dedup_content_ranked;
 DROP TABLE IF EXISTS temp._dedup_url_ranked;
 DROP TABLE IF EXISTS temp._dedup_prepared;
 DROP TABLE IF EXISTS temp._dedup_run;
+DROP TABLE IF EXISTS temp._dedup_check;

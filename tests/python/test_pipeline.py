@@ -1,0 +1,217 @@
+"""The sql/ pipeline on the real-text corpus: parity with the reference's
+outputs, nothing lost, nothing half-done."""
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+
+import pytest
+
+import pipeline as P
+import reference_model
+
+VARIANTS = [
+    ("t090.d50", {}, False),
+    ("t090.d50.nmin3", {"n_min": 3}, False),
+    ("t100", {"threshold": 1.0}, False),
+    ("t090.d50.keepparams", {"discard_params": 0}, True),
+]
+
+
+def fingerprint(path):
+    """Everything a user could see: each schema object with its rows."""
+    conn = sqlite3.connect(path)
+    out = {}
+    for (name, kind, sql) in conn.execute("SELECT name, type, sql FROM sqlite_schema ORDER BY name"):
+        rows = conn.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid').fetchall() if kind == "table" else None
+        out[name] = (sql, rows)
+    conn.close()
+    return out
+
+
+@pytest.mark.parametrize("variant,settings,keep_params", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_reference_urls_give_the_reference_survivors(tmp_path, variant, settings, keep_params):
+    conn = P.connect(P.copy_corpus(tmp_path))
+    P.set_settings(conn, **settings)
+    P.run_phases(conn, before={"02_url_winners.sql": lambda c: P.substitute_reference_urls(c, keep_params)})
+    assert P.surviving(conn) == P.expected_survivors(variant)
+
+
+def model_rows(conn, settings):
+    opts = "" if settings.get("discard_params", 1) else "keep_params"
+    rows = conn.execute(
+        "SELECT rowid, canonical_url(url, ?1), url_domain(url, ?1), content_hash, datetime, crawled, "
+        "length, category, parsed FROM pages", (opts,)).fetchall()
+    keys = ["rowid", "url", "domain", "content_hash", "datetime", "crawled", "length", "category", "parsed"]
+    return [dict(zip(keys, r)) for r in rows]
+
+
+@pytest.mark.parametrize("variant,settings,keep_params", VARIANTS[:2], ids=[v[0] for v in VARIANTS[:2]])
+def test_the_model_reproduces_the_reference(tmp_path, variant, settings, keep_params):
+    """The oracle below is only as good as this check."""
+    conn = P.connect(P.copy_corpus(tmp_path))
+    rows = model_rows(conn, settings)
+    ref = {int(r["original_rowid"]): r for r in P.read_tsv("parity-5k.canonical.tsv")}
+    for r in rows:
+        url = ref[r["rowid"]]["canonical_url"]
+        r["url"] = None if url == "DISCARDED" else url
+        r["domain"] = ref[r["rowid"]]["domain"]
+    got = reference_model.run(rows, n_min=settings.get("n_min", 0))
+    assert got == set(P.expected_survivors(variant))
+
+
+@pytest.mark.parametrize("variant,settings,keep_params", [VARIANTS[0], VARIANTS[3]], ids=["t090.d50", "keepparams"])
+def test_own_urls_differ_from_the_reference_only_through_the_url_rules(tmp_path, variant, settings, keep_params):
+    """With our canonical URLs, the survivors are what the reference algorithm
+    gives on those URLs (computed by the independent model)."""
+    conn = P.connect(P.copy_corpus(tmp_path))
+    expected = reference_model.run(model_rows(conn, settings))
+    P.set_settings(conn, **settings)
+    P.run_phases(conn)
+    got = P.surviving(conn)
+    assert set(got) == expected
+    # Every surviving URL is the canonical form of the row's original URL.
+    assert all(u == conn.execute("SELECT canonical_url(?)", (u,)).fetchone()[0] or keep_params for u in got.values())
+
+
+def test_shell_runs_the_readme_command(tmp_path):
+    db = P.copy_corpus(tmp_path)
+    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
+                         capture_output=True, text=True, check=True)
+    assert out.stderr == ""
+    assert out.stdout.splitlines() == [
+        "run 1: 5000 rows -> 1013 rows",
+        "  phase 1 (URL ignored/unparseable): 803 removed",
+        "  phase 2 (same canonical URL): 1625 removed",
+        "  phase 3 (same content hash): 1175 removed",
+        "  phase 4 (near duplicate): 384 removed",
+    ]
+    conn = P.connect(db)
+    assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 1013
+    assert conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0] == 5000 - 1013
+    # No intermediate table is left.
+    assert conn.execute("SELECT count(*) FROM sqlite_temp_schema").fetchone()[0] == 0
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY 1")] == [
+        "dedup_domains", "dedup_removed", "dedup_rewritten", "dedup_runs", "dedup_settings", "pages"]
+
+
+def test_removed_rows_are_whole_and_explained(tmp_path):
+    db = P.copy_corpus(tmp_path)
+    original = {r[0]: r[1:] for r in sqlite3.connect(db).execute("SELECT rowid, * FROM pages")}
+    conn = P.connect(db)
+    P.run_phases(conn)
+    for row in conn.execute("SELECT * FROM dedup_removed"):
+        rowid, run, phase, reason, survivor, ratio, *columns = row
+        assert tuple(columns) == original[rowid]
+        assert run == 1 and reason
+        if phase in (2, 3, 4):
+            # The row it lost to survives, or lost in turn in a later step.
+            later = conn.execute("SELECT dedup_phase FROM dedup_removed WHERE dedup_rowid = ?", (survivor,)).fetchone()
+            in_pages = conn.execute("SELECT 1 FROM pages WHERE rowid = ?", (survivor,)).fetchone()
+            assert in_pages or (later and later[0] >= phase)
+        if phase == 4:
+            assert ratio > 0.9
+    # Survivors keep every column but url, domain and wayback.
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+    for row in conn.execute("SELECT rowid, * FROM pages"):
+        for name, new, old in zip(cols, row[1:], original[row[0]]):
+            if name not in ("url", "domain", "wayback"):
+                assert new == old, name
+
+
+def test_a_second_run_removes_nothing(tmp_path):
+    conn = P.connect(P.copy_corpus(tmp_path))
+    P.run_phases(conn)
+    first = P.surviving(conn)
+    P.run_phases(conn)
+    assert P.surviving(conn) == first
+    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2").fetchone()[0] == 0
+
+
+def test_restore_undoes_a_run_exactly(tmp_path):
+    db = P.copy_corpus(tmp_path)
+    before = fingerprint(db)
+    conn = P.connect(db)
+    P.run_phases(conn)
+    out = conn.executescript(open(os.path.join(P.ROOT, "sql", "restore.sql")).read())
+    conn.close()
+    after = fingerprint(db)
+    assert after["pages"] == before["pages"]
+    for table in ("dedup_removed", "dedup_rewritten", "dedup_runs"):
+        assert after[table][1] == [], table
+
+
+@pytest.mark.parametrize("setup,message", [
+    ("DROP TABLE pages", "dedup: table pages not found"),
+    ("ALTER TABLE pages DROP COLUMN crawled", "dedup: pages lacks required column(s), got none named crawled"),
+    ("INSERT INTO dedup_settings VALUES ('threshold', 1.5)", "dedup: threshold must be in [0.0, 1.0], got 1.5"),
+    ("INSERT INTO dedup_settings VALUES ('distance', -1)", "dedup: distance must be an integer >= 1"),
+    ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup: n_min must be a non-negative integer, got 'x'"),
+    ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)", "dedup: unknown setting in dedup_settings, got 'treshold'"),
+    ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "canonical_url: unknown option 'bogus'"),
+])
+def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message):
+    db = P.copy_corpus(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
+    conn.execute(setup)
+    conn.commit()
+    conn.close()
+    before = fingerprint(db)
+    # The shell without -bail goes on after an error: nothing may run then.
+    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
+                         capture_output=True, text=True)
+    assert message in out.stderr
+    assert out.stdout == ""
+    after = fingerprint(db)
+    for name, value in before.items():
+        assert after[name] == value, name
+    # At most the extension's own tables appear, empty.
+    for name in set(after) - set(before):
+        assert "dedup_" in name and after[name][1] in ([], None), name
+
+
+def test_sigkill_at_any_point_leaves_the_database_as_before(tmp_path):
+    db = P.copy_corpus(tmp_path)
+    before = fingerprint(db)
+    for delay in (0.05, 0.15, 0.3, 0.5, 0.7):
+        proc = subprocess.Popen(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert fingerprint(db) == before, f"changed after SIGKILL at {delay}s"
+    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
+                         capture_output=True, text=True, check=True)
+    assert "run 1: 5000 rows -> 1013 rows" in out.stdout
+
+
+def test_interrupt_stops_a_long_scan_promptly(tmp_path):
+    conn = P.connect(os.path.join(str(tmp_path), "slow.db"))
+    # Anagram-like texts pass the length and histogram bounds: every pair
+    # needs the Levenshtein kernel.
+    conn.execute("CREATE TABLE t(pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)")
+    import random
+    rng = random.Random(1)
+    base = list("abcdefghij" * 500)
+    rows = []
+    for i in range(3000):
+        rng.shuffle(base)
+        rows.append((i, i, "".join(base), i))
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    timer = threading.Timer(0.5, conn.interrupt)
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="interrupt"):
+        conn.execute("SELECT count(*) FROM near_dups('t', 0.99, 500)").fetchall()
+    assert time.monotonic() - start < 5.0
+
+
+def test_dedup_sql_is_the_assembled_phases():
+    with open(os.path.join(P.ROOT, "sql", "dedup.sql")) as f:
+        committed = f.read()
+    subprocess.run([os.path.join(P.ROOT, "sql", "assemble.sh")], check=True)
+    with open(os.path.join(P.ROOT, "sql", "dedup.sql")) as f:
+        assert f.read() == committed

@@ -1,0 +1,22 @@
+-- sqlean-style checks run by the sqlite3 shell against the release build:
+-- every line must print NN|1 (tests/sql/run checks it).
+.load ./target/release/libdedup
+select '01', canonical_url('HTTP://WWW.Example.COM:80/a/./b/../page/?utm_source=x&lang=fr#top') = 'http://www.example.com/a/page?lang=fr';
+select '02', canonical_url('https://requests.readthedocs.io/en/v2.9.1/') = 'https://requests.readthedocs.io/en/v2.9.1';
+select '03', canonical_url('https://x.org/category/news/') is null;
+select '04', canonical_url('https://requests.readthedocs.io/_/downloads/en/latest/pdf/#page=7') = 'https://requests.readthedocs.io/_/downloads/en/latest/pdf#page=7';
+select '05', canonical_url('https://x.org/a?b=1&lang=de', 'keep_params') = 'https://x.org/a?b=1&lang=de';
+select '06', url_domain('https://Fr.M.Wikipedia.org/wiki/Paris') = 'fr.wikipedia.org';
+select '07', url_wayback('https://x.org/a') is null;
+select '08', content_hash('abc') = 'a9993e364706816aba3e25717850c26c9cd0d89d';
+select '09', content_hash('') is null and content_hash(' ' || char(10)) is null;
+select '10', normalize_text('Один  ДВА' || char(10,10,10) || 'Три') = 'odin dva' || char(10,10) || 'tri';
+select '11', lev_ratio('', '') = 1.0;
+select '12', lev_ratio('abcdefghijklmnopqrst', 'abcdefghijklmnopqrXY') = 0.9;
+select '13', lev_ratio('abcdefghijklmnopqrst', 'abcdefghijklmnopqrXY', 0.9) = 0.9;
+select '14', lev_ratio('北京大学', '北京大字') = 0.75;
+select '15', shingle_resemblance('Hello world', 'hello, WORLD!') = 1.0;
+select '16', shingle_resemblance('', '') = 0.0;
+select '17', dedup_version() like 'v%';
+select '18', dedup_debug() like '%SQLite: 3.%';
+select '19', (select count(*) from pragma_function_list where name in ('canonical_url', 'content_hash', 'lev_ratio', 'shingle_resemblance', 'normalize_text')) >= 5;
