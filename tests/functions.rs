@@ -24,7 +24,11 @@ fn register_adds_exactly_these_functions_and_modules() {
     let plain = Connection::open_in_memory().unwrap();
     let names = |db: &Connection, sql: &str| -> Vec<String> {
         let mut s = db.prepare(sql).unwrap();
-        let v = s.query_map([], |r| r.get(0)).unwrap().collect::<Result<Vec<String>>>().unwrap();
+        let v = s
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<Vec<String>>>()
+            .unwrap();
         v
     };
     let q = "SELECT DISTINCT name FROM pragma_function_list ORDER BY name";
@@ -34,14 +38,26 @@ fn register_adds_exactly_these_functions_and_modules() {
     assert_eq!(
         added,
         [
-            "canonical_url", "content_hash", "dedup_debug", "dedup_eval", "dedup_require",
-            "dedup_version", "lev_ratio", "normalize_text", "shingle_resemblance",
-            "url_discard_reason", "url_domain", "url_wayback"
+            "canonical_url",
+            "content_hash",
+            "dedup_debug",
+            "dedup_eval",
+            "dedup_require",
+            "dedup_version",
+            "lev_ratio",
+            "normalize_text",
+            "shingle_resemblance",
+            "url_discard_reason",
+            "url_domain",
+            "url_wayback"
         ]
     );
     let q = "SELECT name FROM pragma_module_list ORDER BY name";
     let before = names(&plain, q);
-    let added: Vec<String> = names(&db(), q).into_iter().filter(|n| !before.contains(n)).collect();
+    let added: Vec<String> = names(&db(), q)
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
     assert_eq!(added, ["near_dups"]);
 }
 
@@ -49,9 +65,16 @@ fn register_adds_exactly_these_functions_and_modules() {
 fn null_in_null_out() {
     let db = db();
     for f in [
-        "normalize_text(NULL)", "content_hash(NULL)", "canonical_url(NULL)", "url_domain(NULL)",
-        "url_wayback(NULL)", "url_discard_reason(NULL)", "lev_ratio(NULL, 'a')", "lev_ratio('a', NULL, 0.5)",
-        "shingle_resemblance(NULL, 'a')", "shingle_resemblance('a', NULL, 3, 'the')",
+        "normalize_text(NULL)",
+        "content_hash(NULL)",
+        "canonical_url(NULL)",
+        "url_domain(NULL)",
+        "url_wayback(NULL)",
+        "url_discard_reason(NULL)",
+        "lev_ratio(NULL, 'a')",
+        "lev_ratio('a', NULL, 0.5)",
+        "shingle_resemblance(NULL, 'a')",
+        "shingle_resemblance('a', NULL, 3, 'the')",
     ] {
         let v: Option<String> = one(&db, &format!("SELECT {f}")).unwrap();
         assert_eq!(v, None, "{f}");
@@ -61,20 +84,40 @@ fn null_in_null_out() {
 #[test]
 fn issue_examples_give_exact_values() {
     let db = db();
-    let u: String = one(&db, "SELECT canonical_url('HTTP://WWW.Example.COM:80/a/./b/../page/?utm_source=x&lang=fr#top')").unwrap();
+    let u: String = one(
+        &db,
+        "SELECT canonical_url('HTTP://WWW.Example.COM:80/a/./b/../page/?utm_source=x&lang=fr#top')",
+    )
+    .unwrap();
     assert_eq!(u, "http://www.example.com/a/page?lang=fr");
-    let u: String = one(&db, "SELECT canonical_url('http://WWW.Example.COM/a/', 'strip_www,https')").unwrap();
+    let u: String = one(
+        &db,
+        "SELECT canonical_url('http://WWW.Example.COM/a/', 'strip_www,https')",
+    )
+    .unwrap();
     assert_eq!(u, "https://example.com/a");
     // sha1("hello world"), checked with sha1sum.
-    let h: String = one(&db, "SELECT content_hash('  Hello' || char(10) || 'World ')").unwrap();
+    let h: String = one(
+        &db,
+        "SELECT content_hash('  Hello' || char(10) || 'World ')",
+    )
+    .unwrap();
     assert_eq!(h, "2aae6c35c94fcfb415dbe95f408b9ce91ee846ed");
     let r: f64 = one(&db, "SELECT lev_ratio('kitten', 'sitting')").unwrap();
     assert_eq!(r, 1.0 - 5.0 / 13.0);
     let r: f64 = one(&db, "SELECT lev_ratio('kitten', 'sitting', 0.9)").unwrap();
     assert_eq!(r, 0.0);
-    let r: f64 = one(&db, "SELECT shingle_resemblance('a b c d e', 'a b c d f', 2)").unwrap();
+    let r: f64 = one(
+        &db,
+        "SELECT shingle_resemblance('a b c d e', 'a b c d f', 2)",
+    )
+    .unwrap();
     assert_eq!(r, 0.6);
-    let r: f64 = one(&db, "SELECT shingle_resemblance('the cat sat', 'a cat sat', 5, 'the a')").unwrap();
+    let r: f64 = one(
+        &db,
+        "SELECT shingle_resemblance('the cat sat', 'a cat sat', 5, 'the a')",
+    )
+    .unwrap();
     assert_eq!(r, 1.0);
     let v: String = one(&db, "SELECT dedup_version()").unwrap();
     assert_eq!(v, format!("v{}", env!("CARGO_PKG_VERSION")));
@@ -85,11 +128,18 @@ fn url_helpers() {
     let db = db();
     let w = "https://web.archive.org/web/20240101000000/https://en.m.wikipedia.org/wiki/Rust/";
     let (u, d, wb): (String, String, String) = db
-        .query_row("SELECT canonical_url(?1), url_domain(?1), url_wayback(?1)", [w], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row(
+            "SELECT canonical_url(?1), url_domain(?1), url_wayback(?1)",
+            [w],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .unwrap();
     assert_eq!(u, "https://en.wikipedia.org/wiki/Rust");
     assert_eq!(d, "en.wikipedia.org");
-    assert_eq!(wb, "https://web.archive.org/web/20240101000000/https://en.m.wikipedia.org/wiki/Rust");
+    assert_eq!(
+        wb,
+        "https://web.archive.org/web/20240101000000/https://en.m.wikipedia.org/wiki/Rust"
+    );
     let reason: String = one(&db, "SELECT url_discard_reason('https://x.org/tag/a')").unwrap();
     assert_eq!(reason, "ignored: /tag/");
     let reason: String = one(&db, "SELECT url_discard_reason('mailto:a@b.c')").unwrap();
@@ -98,28 +148,56 @@ fn url_helpers() {
     assert_eq!(kept, None);
     let none: Option<String> = one(&db, "SELECT canonical_url('https://x.org/tag/a')").unwrap();
     assert_eq!(none, None);
-    let u: String = one(&db, "SELECT canonical_url('https://x.org/tag/a', 'ignore=/login/')").unwrap();
+    let u: String = one(
+        &db,
+        "SELECT canonical_url('https://x.org/tag/a', 'ignore=/login/')",
+    )
+    .unwrap();
     assert_eq!(u, "https://x.org/tag/a");
 }
 
 #[test]
 fn error_messages_name_function_problem_and_value() {
     let db = db();
-    assert_eq!(err(&db, "SELECT canonical_url(42)"), "canonical_url: url must be TEXT, got integer 42");
-    assert_eq!(err(&db, "SELECT canonical_url('a', 'b', 'c')"), "canonical_url: expected 1 to 2 arguments, got 3");
+    assert_eq!(
+        err(&db, "SELECT canonical_url(42)"),
+        "canonical_url: url must be TEXT, got integer 42"
+    );
+    assert_eq!(
+        err(&db, "SELECT canonical_url('a', 'b', 'c')"),
+        "canonical_url: expected 1 to 2 arguments, got 3"
+    );
     assert_eq!(
         err(&db, "SELECT canonical_url('https://x.org', 'nope')"),
-        format!("canonical_url: unknown option 'nope' (known: {}), got 'nope'", dedup::url::OPTION_WORDS)
+        format!(
+            "canonical_url: unknown option 'nope' (known: {}), got 'nope'",
+            dedup::url::OPTION_WORDS
+        )
     );
-    assert_eq!(err(&db, "SELECT content_hash(x'00ff')"), "content_hash: text must be TEXT, got blob of 2 bytes");
+    assert_eq!(
+        err(&db, "SELECT content_hash(x'00ff')"),
+        "content_hash: text must be TEXT, got blob of 2 bytes"
+    );
     assert_eq!(
         err(&db, "SELECT content_hash(CAST(x'61ff' AS TEXT))"),
         "content_hash: text is not valid UTF-8 (byte 1), got text of 2 bytes"
     );
-    assert_eq!(err(&db, "SELECT normalize_text()"), "normalize_text: expected 1 argument, got 0");
-    assert_eq!(err(&db, "SELECT lev_ratio('a', 'b', 1.5)"), "lev_ratio: score_cutoff must be in [0.0, 1.0], got real 1.5");
-    assert_eq!(err(&db, "SELECT lev_ratio('a', 'b', 'x')"), "lev_ratio: score_cutoff must be a number, got text 'x'");
-    assert_eq!(err(&db, "SELECT lev_ratio('a')"), "lev_ratio: expected 2 to 3 arguments, got 1");
+    assert_eq!(
+        err(&db, "SELECT normalize_text()"),
+        "normalize_text: expected 1 argument, got 0"
+    );
+    assert_eq!(
+        err(&db, "SELECT lev_ratio('a', 'b', 1.5)"),
+        "lev_ratio: score_cutoff must be in [0.0, 1.0], got real 1.5"
+    );
+    assert_eq!(
+        err(&db, "SELECT lev_ratio('a', 'b', 'x')"),
+        "lev_ratio: score_cutoff must be a number, got text 'x'"
+    );
+    assert_eq!(
+        err(&db, "SELECT lev_ratio('a')"),
+        "lev_ratio: expected 2 to 3 arguments, got 1"
+    );
     assert_eq!(
         err(&db, "SELECT shingle_resemblance('a', 'b', 0)"),
         "shingle_resemblance: n must be an integer in [1, 64], got integer 0"
@@ -128,8 +206,14 @@ fn error_messages_name_function_problem_and_value() {
         err(&db, "SELECT shingle_resemblance('a', 'b', 2, 7)"),
         "shingle_resemblance: stopwords must be TEXT, got integer 7"
     );
-    assert_eq!(err(&db, "SELECT dedup_require(0, 'stop here')"), "stop here");
-    assert_eq!(err(&db, "SELECT dedup_eval(1)"), "dedup_eval: sql must be TEXT, got integer 1");
+    assert_eq!(
+        err(&db, "SELECT dedup_require(0, 'stop here')"),
+        "stop here"
+    );
+    assert_eq!(
+        err(&db, "SELECT dedup_eval(1)"),
+        "dedup_eval: sql must be TEXT, got integer 1"
+    );
 }
 
 #[test]
@@ -140,16 +224,28 @@ fn lev_ratio_refuses_inputs_beyond_its_work_limit_but_not_those_the_length_bound
         err(&db, big),
         "lev_ratio: inputs too long: len(a) * len(b) must be at most 100000000000, got 400000 * 300000"
     );
-    let decided: f64 = one(&db, "SELECT lev_ratio(printf('%.*c', 400000, 'a'), printf('%.*c', 300000, 'b'), 0.9)").unwrap();
+    let decided: f64 = one(
+        &db,
+        "SELECT lev_ratio(printf('%.*c', 400000, 'a'), printf('%.*c', 300000, 'b'), 0.9)",
+    )
+    .unwrap();
     assert_eq!(decided, 0.0);
 }
 
 #[test]
 fn fifty_megabyte_inputs_do_not_crash() {
     let db = db();
-    let n: i64 = one(&db, "SELECT length(normalize_text(printf('%.*c', 50000000, 'A')))").unwrap();
+    let n: i64 = one(
+        &db,
+        "SELECT length(normalize_text(printf('%.*c', 50000000, 'A')))",
+    )
+    .unwrap();
     assert_eq!(n, 50_000_000);
-    let h: String = one(&db, "SELECT content_hash(replace(printf('%.*c', 25000000, 'x'), 'x', 'ab '))").unwrap();
+    let h: String = one(
+        &db,
+        "SELECT content_hash(replace(printf('%.*c', 25000000, 'x'), 'x', 'ab '))",
+    )
+    .unwrap();
     assert_eq!(h.len(), 40);
     let r: f64 = one(&db, "SELECT shingle_resemblance(replace(printf('%.*c', 10000000, 'x'), 'x', 'w '), 'w w w w w')").unwrap();
     assert_eq!(r, 1.0);
@@ -164,9 +260,14 @@ fn near_dups_scans_a_table_in_pos_order() {
                               (3, 30, 'unrelated text', 3), (4, 40, 'the quick brown fox', 4);",
     )
     .unwrap();
-    let mut s = db.prepare("SELECT id, survivor, anchor, ratio FROM near_dups('t', 0.8, 2)").unwrap();
-    let rows: Vec<(i64, i64, i64, f64)> =
-        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().collect::<Result<_>>().unwrap();
+    let mut s = db
+        .prepare("SELECT id, survivor, anchor, ratio FROM near_dups('t', 0.8, 2)")
+        .unwrap();
+    let rows: Vec<(i64, i64, i64, f64)> = s
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_>>()
+        .unwrap();
     let r = 1.0 - 2.0 / 38.0;
     // Row 10's window (20, 30) groups 10 and 20; 20 wins on rank. Row 20's
     // window (30, 40) groups 20 and 40; 20 wins again.
@@ -176,7 +277,8 @@ fn near_dups_scans_a_table_in_pos_order() {
 #[test]
 fn near_dups_errors() {
     let db = db();
-    db.execute_batch("CREATE TABLE t(pos, id, text, rank); CREATE TABLE u(a, b);").unwrap();
+    db.execute_batch("CREATE TABLE t(pos, id, text, rank); CREATE TABLE u(a, b);")
+        .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('t', 1.5, 3)"),
         "near_dups: threshold must be in [0.0, 1.0], got 1.5"
