@@ -90,6 +90,11 @@ fn is_trademark_at(input: &[u8], i: usize) -> bool {
         && !input.get(i + 2).is_some_and(u8::is_ascii_alphabetic)
 }
 
+/// Bytes the ASCII pass copies unchanged whatever surrounds them.
+const fn is_plain(b: u8) -> bool {
+    matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'!'..=b'&' | b'('..=b'@' | b'['..=b'_' | b'{' | b'}' | b'~')
+}
+
 /// The ASCII pass: lowercase, quote folding and whitespace collapsing.
 fn collapse_ascii(input: &[u8], out: &mut Vec<u8>) {
     // State of the pending whitespace run.
@@ -100,7 +105,25 @@ fn collapse_ascii(input: &[u8], out: &mut Vec<u8>) {
     let mut spaces_after = false; // a space after the last break
     let mut prev_cr = false;
     let mut keep_upper = false;
-    for (i, &raw) in input.iter().enumerate() {
+    let mut i = 0;
+    while i < input.len() {
+        // Fast path: copy a run of bytes the rules leave unchanged (plain
+        // bytes, and single spaces between them) in one go.
+        if !in_run && !keep_upper && is_plain(input[i]) {
+            let start = i;
+            i += 1;
+            while i < input.len()
+                && (is_plain(input[i])
+                    || (input[i] == b' ' && input.get(i + 1).is_some_and(|&n| is_plain(n))))
+            {
+                i += 1;
+            }
+            out.extend_from_slice(&input[start..i]);
+            continue;
+        }
+        let raw = input[i];
+        i += 1;
+        let i = i - 1;
         let b = match raw {
             b'T' if is_trademark_at(input, i) => {
                 keep_upper = true;
