@@ -110,12 +110,16 @@ pub fn lev_ratio(a: &str, b: &str) -> f64 {
 /// `Levenshtein.ratio(a, b, score_cutoff=cutoff)`: the ratio when it is at
 /// least `cutoff`, else `0.0`. A higher cutoff lets the computation stop early.
 pub fn lev_ratio_cutoff(a: &str, b: &str, cutoff: f64) -> f64 {
-    let (a, b) = (CodePoints::new(a), CodePoints::new(b));
+    lev_ratio_points(&CodePoints::new(a), &CodePoints::new(b), cutoff)
+}
+
+/// [`lev_ratio_cutoff`] on texts already split into code points.
+pub fn lev_ratio_points(a: &CodePoints<'_>, b: &CodePoints<'_>, cutoff: f64) -> f64 {
     let total = a.len() + b.len();
     let Some(max) = max_distance_where(total, |r| r >= cutoff) else {
         return 0.0;
     };
-    match indel_distance(&a, &b, max) {
+    match indel_distance(a, b, max) {
         Some(d) => ratio_from_distance(d, total),
         None => 0.0,
     }

@@ -204,7 +204,11 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         let (Some(a), Some(b)) = (a, b) else {
             return Ok(None);
         };
-        let (la, lb) = (a.chars().count(), b.chars().count());
+        let (a, b) = (
+            similarity::CodePoints::new(a),
+            similarity::CodePoints::new(b),
+        );
+        let (la, lb) = (a.len(), b.len());
         let cutoff = cutoff.unwrap_or(0.0);
         // The length bound decides without the limit below.
         if 1.0 - (la.abs_diff(lb) as f64) / ((la + lb).max(1) as f64) < cutoff {
@@ -217,7 +221,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
                 &format!("{la} * {lb}"),
             ));
         }
-        Ok(Some(similarity::lev_ratio_cutoff(a, b, cutoff)))
+        Ok(Some(similarity::lev_ratio_points(&a, &b, cutoff)))
     })?;
 
     db.create_scalar_function("shingle_resemblance", -1, PURE, |ctx| {

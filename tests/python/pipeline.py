@@ -66,8 +66,8 @@ def split_statements(sql):
             if buf.strip():
                 out.append(buf)
             buf = ""
-    if buf.strip() and not all(l.strip().startswith("--") or not l.strip() for l in buf.splitlines()):
-        out.append(buf)
+    # Only comments may follow the last statement.
+    assert all(not l.strip() or l.strip().startswith("--") for l in buf.splitlines()), buf
     return out
 
 
