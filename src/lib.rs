@@ -8,6 +8,7 @@
 
 pub mod control;
 pub mod hash;
+pub mod lcs;
 pub mod meta;
 pub mod near_dups;
 pub mod similarity;

@@ -1,8 +1,8 @@
 //! Similarity measures between page texts.
 //!
 //! - [`lev_ratio`]: python-Levenshtein's `ratio`, `1 - indel(a, b) / (|a| + |b|)`
-//!   over Unicode code points, computed with rapidfuzz's bit-parallel indel
-//!   distance and exact early exits.
+//!   over Unicode code points, computed with a bit-parallel LCS kernel
+//!   ([`crate::lcs`]) and exact early exits.
 //! - [`resemblance`]: Broder's resemblance of word-shingle sets, as
 //!   Text::DeDuper defines it.
 //!
@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use rapidfuzz::distance::indel;
+use crate::lcs::lcs_at_least;
 
 /// The code points of a text, stored as bytes when the text is ASCII (the
 /// common case, and much faster for the bit-parallel kernel).
@@ -48,27 +48,23 @@ impl<'a> CodePoints<'a> {
 }
 
 /// Indel distance (insertions and deletions only) between two texts, or
-/// `None` when it exceeds `max`.
+/// `None` when it exceeds `max`, from the bit-parallel [`lcs_at_least`]
+/// (banded by `max`, with an early exit).
 pub fn indel_distance(a: &CodePoints<'_>, b: &CodePoints<'_>, max: usize) -> Option<usize> {
     // Exact pre-filter: every indel changes the length by one.
     if a.len().abs_diff(b.len()) > max {
         return None;
     }
-    let args = indel::Args::default().score_cutoff(max);
-    match (a, b) {
-        (CodePoints::Ascii(x), CodePoints::Ascii(y)) => {
-            indel::distance_with_args(x.iter().copied(), y.iter().copied(), &args)
-        }
-        (CodePoints::Wide(x), CodePoints::Wide(y)) => {
-            indel::distance_with_args(x.iter().copied(), y.iter().copied(), &args)
-        }
-        (CodePoints::Ascii(x), CodePoints::Wide(y)) => {
-            indel::distance_with_args(x.iter().map(|&b| char::from(b)), y.iter().copied(), &args)
-        }
-        (CodePoints::Wide(x), CodePoints::Ascii(y)) => {
-            indel::distance_with_args(x.iter().copied(), y.iter().map(|&b| char::from(b)), &args)
-        }
-    }
+    // indel = |a| + |b| - 2 lcs <= max  <=>  lcs >= (|a| + |b| - max) / 2.
+    let total = a.len() + b.len();
+    let min_lcs = total.saturating_sub(max).div_ceil(2);
+    let lcs = match (a, b) {
+        (CodePoints::Ascii(x), CodePoints::Ascii(y)) => lcs_at_least(x, y, min_lcs),
+        (CodePoints::Wide(x), CodePoints::Wide(y)) => lcs_at_least(x, y, min_lcs),
+        (CodePoints::Ascii(x), CodePoints::Wide(y)) => lcs_at_least(x, y, min_lcs),
+        (CodePoints::Wide(x), CodePoints::Ascii(y)) => lcs_at_least(x, y, min_lcs),
+    };
+    lcs.map(|l| total - 2 * l)
 }
 
 /// The ratio for an indel distance `dist` between texts of total length
@@ -175,9 +171,10 @@ impl Shingles {
     /// text with no tokens has none.
     pub fn new(text: &str, n: usize, stopwords: &Stopwords) -> Self {
         let n = n.max(1);
-        let tokens: Vec<u64> = token_hashes(text)
-            .filter(|h| !stopwords.0.contains(h))
-            .collect();
+        let mut tokens = token_hashes(text);
+        if !stopwords.0.is_empty() {
+            tokens.retain(|h| !stopwords.0.contains(h));
+        }
         let mut set: Vec<u64> = if tokens.is_empty() {
             Vec::new()
         } else if tokens.len() < n {
@@ -231,7 +228,7 @@ impl Stopwords {
     /// Stopwords from a list of words separated by whitespace or commas;
     /// words are tokenized like texts, so case does not matter.
     pub fn parse(list: &str) -> Self {
-        Stopwords(token_hashes(list).collect())
+        Stopwords(token_hashes(list).into_iter().collect())
     }
 
     /// Number of distinct stopwords.
@@ -246,22 +243,96 @@ impl Stopwords {
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+/// Multiplier of the token and shingle hashes (the 64-bit golden ratio).
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// FNV-1a hashes of the lowercased alphanumeric tokens of `text`.
-fn token_hashes(text: &str) -> impl Iterator<Item = u64> + '_ {
-    crate::text::words(text).map(|w| {
-        w.bytes().fold(FNV_OFFSET, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(FNV_PRIME)
-        })
-    })
+/// Hash of the token `text[start..end]`, eight bytes at a time. With
+/// `lower`, ASCII letters are lowercased on the way (`| 0x20` is exact on
+/// ASCII alphanumerics, and the identity on lowercase ones), so a token
+/// hashes the same whether it came lowercased or not.
+fn token_hash(text: &[u8], start: usize, end: usize, lower: bool) -> u64 {
+    const LOWER: u64 = 0x2020_2020_2020_2020;
+    let mut h = FNV_OFFSET ^ (end - start) as u64;
+    let mut mix = |w: u64| {
+        h = (h ^ w).wrapping_mul(MIX);
+        h ^= h >> 29;
+    };
+    let lower = if lower { LOWER } else { 0 };
+    let mut at = start;
+    while at < end {
+        let len = (end - at).min(8);
+        let keep = if len == 8 {
+            !0
+        } else {
+            (1u64 << (8 * len)) - 1
+        };
+        let w = match text.get(at..at + 8) {
+            Some(chunk) => u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+            None => {
+                let mut buf = [0u8; 8];
+                buf[..len].copy_from_slice(&text[at..at + len]);
+                u64::from_le_bytes(buf)
+            }
+        };
+        mix((w | lower) & keep);
+        at += len;
+    }
+    h
+}
+
+/// Whether a byte is an ASCII alphanumeric, as a lookup table.
+const ALNUM: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric() as u8;
+        b += 1;
+    }
+    table
+};
+
+/// Hashes of the lowercased alphanumeric tokens of `text`
+/// ([`crate::text::words`]). ASCII text is scanned 64 bytes at a time
+/// (token boundaries are the bit transitions of an alphanumeric mask) and
+/// hashed in place, without building the tokens.
+fn token_hashes(text: &str) -> Vec<u64> {
+    if !text.is_ascii() {
+        return crate::text::words(text)
+            .map(|w| token_hash(w.as_bytes(), 0, w.len(), false))
+            .collect();
+    }
+    let bytes = text.as_bytes();
+    let mut hashes = Vec::with_capacity(bytes.len() / 5);
+    let (mut start, mut in_token, mut carry) = (0, false, 0u64);
+    for (index, block) in bytes.chunks(64).enumerate() {
+        let mut mask = 0u64;
+        for (i, &b) in block.iter().enumerate() {
+            mask |= u64::from(ALNUM[usize::from(b)]) << i;
+        }
+        let mut transitions = mask ^ ((mask << 1) | carry);
+        carry = mask >> 63;
+        while transitions != 0 {
+            let at = index * 64 + transitions.trailing_zeros() as usize;
+            transitions &= transitions - 1;
+            if in_token {
+                hashes.push(token_hash(bytes, start, at, true));
+            } else {
+                start = at;
+            }
+            in_token = !in_token;
+        }
+    }
+    if in_token {
+        hashes.push(token_hash(bytes, start, bytes.len(), true));
+    }
+    hashes
 }
 
 /// Order-sensitive combination of token hashes into one shingle hash.
 fn combine(tokens: &[u64]) -> u64 {
     let mut h = FNV_OFFSET;
     for &t in tokens {
-        h = (h ^ t).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h = (h ^ t).wrapping_mul(MIX);
         h ^= h >> 29;
     }
     h
@@ -382,6 +453,12 @@ mod tests {
         fn histogram_bound_never_exceeds_distance(a in "[a-eя]{0,30}", b in "[a-eя]{0,30}") {
             let d = indel_distance(&CodePoints::new(&a), &CodePoints::new(&b), usize::MAX).unwrap();
             prop_assert!(CharHistogram::new(&a).indel_lower_bound(&CharHistogram::new(&b)) <= d);
+        }
+
+        #[test]
+        fn ascii_tokens_hash_like_words(s in "[a-zA-Z0-9 ,.\n-]{0,300}") {
+            let words: Vec<u64> = crate::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
+            prop_assert_eq!(token_hashes(&s), words);
         }
 
         #[test]

@@ -50,9 +50,9 @@ fn typographic_fold(c: char) -> Option<&'static str> {
 pub fn normalize(text: &str) -> String {
     let mut out = Vec::with_capacity(text.len());
     if text.is_ascii() {
-        collapse_ascii(text.as_bytes(), &mut out);
+        collapse_ascii::<true>(text.as_bytes(), &mut out);
     } else {
-        collapse_ascii(transliterate(text).as_bytes(), &mut out);
+        collapse_ascii::<true>(transliterate(text).as_bytes(), &mut out);
     }
     // `collapse_ascii` only ever writes ASCII bytes.
     String::from_utf8(out).expect("normalized text is ASCII")
@@ -95,8 +95,48 @@ const fn is_plain(b: u8) -> bool {
     matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'!'..=b'&' | b'('..=b'@' | b'['..=b'_' | b'{' | b'}' | b'~')
 }
 
+/// [`is_plain`] as a lookup table, for the hot loop.
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_plain(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// True when 8 bytes that follow a plain byte are copied unchanged: all
+/// plain except single spaces or apostrophes followed by a plain byte
+/// inside the chunk. Exact per-byte SWAR masks (every byte below 0x80 after
+/// the first check, so no borrow crosses a byte).
+fn chunk_is_kept(chunk: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let w = u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"));
+    if w & HIGH != 0 {
+        return false;
+    }
+    let at_least = |c: u8| ((w | HIGH) - ONES * u64::from(c)) & HIGH;
+    let equal = |c: u8| {
+        let x = w ^ (ONES * u64::from(c));
+        !(((x & LOW7) + LOW7) | x) & HIGH
+    };
+    let below = |c: u8| !at_least(c) & HIGH;
+    let bad = below(b' ')
+        | (at_least(b'A') & below(b'Z' + 1))
+        | equal(b'`')
+        | equal(b'|')
+        | at_least(0x7f);
+    let sep = equal(b' ') | equal(b'\'');
+    // No bad byte, no separator followed by a separator, last byte plain.
+    bad == 0 && sep & (sep >> 8) == 0 && sep >> 56 == 0
+}
+
 /// The ASCII pass: lowercase, quote folding and whitespace collapsing.
-fn collapse_ascii(input: &[u8], out: &mut Vec<u8>) {
+/// `FAST` = false disables the run-copy fast path (for testing it).
+fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
     // State of the pending whitespace run.
     let mut in_run = false;
     let mut breaks = 0u32;
@@ -108,15 +148,35 @@ fn collapse_ascii(input: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < input.len() {
         // Fast path: copy a run of bytes the rules leave unchanged (plain
-        // bytes, and single spaces between them) in one go.
-        if !in_run && !keep_upper && is_plain(input[i]) {
+        // bytes, and a single space or apostrophe between two of them) in
+        // one go.
+        if FAST && !in_run && !keep_upper && PLAIN[usize::from(input[i])] {
             let start = i;
             i += 1;
-            while i < input.len()
-                && (is_plain(input[i])
-                    || (input[i] == b' ' && input.get(i + 1).is_some_and(|&n| is_plain(n))))
-            {
-                i += 1;
+            // Invariant: `input[i - 1]` is plain.
+            loop {
+                while let Some(chunk) = input.get(i..i + 8) {
+                    if !chunk_is_kept(chunk) {
+                        break;
+                    }
+                    i += 8;
+                }
+                // Separators the rules keep as they are, between the plain
+                // byte before `i` and a plain byte after them.
+                let rest = &input[i..];
+                let plain_at = |k: usize| rest.get(k).is_some_and(|&b| PLAIN[usize::from(b)]);
+                let kept = match rest {
+                    _ if plain_at(0) => 1,
+                    [b' ' | b'\'', ..] if plain_at(1) => 2,
+                    [b' ', b'\'', ..] | [b'\n', b'\n', ..] if plain_at(2) => 3,
+                    [b'\n', next, ..]
+                        if plain_at(1) && !(is_word_byte(input[i - 1]) && is_word_byte(*next)) =>
+                    {
+                        2
+                    }
+                    _ => break,
+                };
+                i += kept;
             }
             out.extend_from_slice(&input[start..i]);
             continue;
@@ -310,6 +370,19 @@ mod tests {
             let once = normalize(&s);
             prop_assert_eq!(normalize(&once), once.clone());
             prop_assert!(once.is_ascii());
+        }
+
+        #[test]
+        fn fast_path_changes_nothing(parts in prop::collection::vec(prop_oneof![
+            6 => "[a-z0-9.]{1,9}",
+            3 => "[ '\n]",
+            1 => "[ '`|TMAZ\t\r\n_-]{1,3}",
+        ], 0..24)) {
+            let s = parts.concat();
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            collapse_ascii::<true>(s.as_bytes(), &mut fast);
+            collapse_ascii::<false>(s.as_bytes(), &mut slow);
+            prop_assert_eq!(fast, slow);
         }
 
         #[test]

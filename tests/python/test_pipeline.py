@@ -175,18 +175,32 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message
 
 
 def test_sigkill_at_any_point_leaves_the_database_as_before(tmp_path):
-    db = P.copy_corpus(tmp_path)
-    before = fingerprint(db)
-    for delay in (0.05, 0.15, 0.3, 0.5, 0.7):
-        proc = subprocess.Popen(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+    command = lambda db: ["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"]
+    def fresh_copy(name):
+        (tmp_path / name).mkdir()
+        return P.copy_corpus(tmp_path / name)
+
+    reference = fresh_copy("full")
+    before = fingerprint(reference)
+    start = time.monotonic()
+    subprocess.run(command(reference), check=True, capture_output=True)
+    duration = time.monotonic() - start
+    after = fingerprint(reference)
+    killed_mid_run = 0
+    for fraction in (0.1, 0.3, 0.5, 0.7, 0.9):
+        db = fresh_copy(f"kill{fraction}")
+        proc = subprocess.Popen(command(db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(duration * fraction)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert fingerprint(db) == before, f"changed after SIGKILL at {delay}s"
-    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
-                         capture_output=True, text=True, check=True)
-    assert "run 1: 5000 rows -> 1013 rows" in out.stdout
+        state = fingerprint(db)
+        # A kill that lands after the commit finds the finished run.
+        assert state in (before, after), f"half-done after SIGKILL at {fraction} of the run"
+        if proc.returncode == -signal.SIGKILL and state == before:
+            killed_mid_run += 1
+            out = subprocess.run(command(db), capture_output=True, text=True, check=True)
+            assert "run 1: 5000 rows -> 1013 rows" in out.stdout
+    assert killed_mid_run >= 3, f"only {killed_mid_run} kills landed mid-run ({duration:.2f}s run)"
 
 
 def test_interrupt_stops_a_long_scan_promptly(tmp_path):
