@@ -1,13 +1,14 @@
 -- Phase 4: near-duplicates in a window of the URL-sorted survivors.
--- _dedup_near_input is what near_dups scans: pos = URL order (BINARY),
+-- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
 -- reference's Python election). Skipped when threshold = 1.0.
 -- (Within one run every canonical URL is unique, so url ASC is position.)
 -- The reference compares each row with the next distance - 1 rows and merges
 -- on ratio > threshold: near_dups takes the number of rows ahead.
+DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
-CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
+CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id, coalesce(p.fill_parsed, g.parsed) AS text,
          0 AS placeholder,
@@ -33,7 +34,7 @@ placeholders AS (
 INSERT INTO _dedup_near_input
 SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
        id,
-       text,
+       placeholder,
        row_number() OVER (
          ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, url ASC
@@ -41,7 +42,17 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
+-- The texts are read from pages as the scan reaches them, not copied.
+CREATE TEMP VIEW _dedup_near_texts AS
+SELECT i.pos, i.id, i.rank,
+       CASE WHEN i.placeholder = 0 THEN
+         (SELECT coalesce(p.fill_parsed, g.parsed)
+          FROM _dedup_prepared AS p JOIN pages AS g ON g.rowid = p.source_rowid
+          WHERE p.source_rowid = i.id)
+       END AS text
+FROM _dedup_near_input AS i;
+
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
 SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups('_dedup_near_input', r.threshold, r.distance - 1) AS n;
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n;

@@ -61,6 +61,11 @@ SET url = p.canonical_url,
 FROM _dedup_prepared AS p
 WHERE p.source_rowid = pages.rowid
   AND pages.rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+  -- Only rows that change: rewriting a row rewrites its whole text.
+  AND (pages.url IS NOT p.canonical_url OR pages.domain IS NOT p.domain
+       OR (p.wayback IS NOT NULL AND pages.wayback IS NOT p.wayback) OR p.fill_parsed IS NOT NULL
+       OR (pages.content_hash IS NULL AND p.content_hash IS NOT NULL)
+       OR (pages.length IS NULL AND p.length IS NOT NULL))
   AND EXISTS (SELECT 1 FROM _dedup_archived);
 
 DELETE FROM pages
@@ -95,6 +100,7 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
+DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 DROP TABLE IF EXISTS temp._dedup_exact_winners;
 DROP TABLE IF EXISTS temp._dedup_content_ranked;

@@ -186,15 +186,16 @@ WHERE p.content_hash IS NULL;
 
 -- ===== 04_near_dups.sql =====
 -- Phase 4: near-duplicates in a window of the URL-sorted survivors.
--- _dedup_near_input is what near_dups scans: pos = URL order (BINARY),
+-- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
 -- reference's Python election). Skipped when threshold = 1.0.
 -- (Within one run every canonical URL is unique, so url ASC is position.)
 -- The reference compares each row with the next distance - 1 rows and merges
 -- on ratio > threshold: near_dups takes the number of rows ahead.
+DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
-CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
+CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id, coalesce(p.fill_parsed, g.parsed) AS text,
          0 AS placeholder,
@@ -220,7 +221,7 @@ placeholders AS (
 INSERT INTO _dedup_near_input
 SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
        id,
-       text,
+       placeholder,
        row_number() OVER (
          ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, url ASC
@@ -228,10 +229,20 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
+-- The texts are read from pages as the scan reaches them, not copied.
+CREATE TEMP VIEW _dedup_near_texts AS
+SELECT i.pos, i.id, i.rank,
+       CASE WHEN i.placeholder = 0 THEN
+         (SELECT coalesce(p.fill_parsed, g.parsed)
+          FROM _dedup_prepared AS p JOIN pages AS g ON g.rowid = p.source_rowid
+          WHERE p.source_rowid = i.id)
+       END AS text
+FROM _dedup_near_input AS i;
+
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
 SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups('_dedup_near_input', r.threshold, r.distance - 1) AS n;
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n;
 
 -- ===== 05_domains.sql =====
 -- Phase 5: domain frequencies of the survivors, and the optional n_min
@@ -319,6 +330,11 @@ SET url = p.canonical_url,
 FROM _dedup_prepared AS p
 WHERE p.source_rowid = pages.rowid
   AND pages.rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+  -- Only rows that change: rewriting a row rewrites its whole text.
+  AND (pages.url IS NOT p.canonical_url OR pages.domain IS NOT p.domain
+       OR (p.wayback IS NOT NULL AND pages.wayback IS NOT p.wayback) OR p.fill_parsed IS NOT NULL
+       OR (pages.content_hash IS NULL AND p.content_hash IS NOT NULL)
+       OR (pages.length IS NULL AND p.length IS NOT NULL))
   AND EXISTS (SELECT 1 FROM _dedup_archived);
 
 DELETE FROM pages
@@ -353,6 +369,7 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
+DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 DROP TABLE IF EXISTS temp._dedup_exact_winners;
 DROP TABLE IF EXISTS temp._dedup_content_ranked;

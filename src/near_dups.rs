@@ -67,6 +67,16 @@ pub struct ScanStats {
     pub matches: u64,
 }
 
+impl ScanStats {
+    /// The counters as a JSON object.
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"rows\":{},\"pairs\":{},\"rejected_by_length\":{},\"rejected_by_histogram\":{},\"levenshtein\":{},\"matches\":{}}}",
+            self.rows, self.pairs, self.rejected_by_length, self.rejected_by_histogram, self.levenshtein, self.matches
+        )
+    }
+}
+
 struct Prepared {
     id: i64,
     rank: i64,

@@ -1,6 +1,7 @@
 //! Thin SQL bindings of the scalar functions: argument checking, NULL
 //! handling and error messages; the work is done by the pure modules.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use rusqlite::functions::{Context, FunctionFlags};
@@ -129,6 +130,37 @@ fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Ar
     })
 }
 
+thread_local! {
+    /// The last URL canonicalized on this thread, with its options and
+    /// result: `canonical_url`, `url_domain` and `url_discard_reason` of one
+    /// row parse the URL once.
+    static LAST_URL: RefCell<Option<(String, Arc<UrlOptions>, UrlResult)>> = const { RefCell::new(None) };
+}
+
+type UrlResult = std::result::Result<url::CanonicalUrl, url::Discard>;
+
+/// [`url::canonicalize`] through the one-entry cache [`LAST_URL`].
+fn canonicalize_cached<T>(
+    u: &str,
+    opts: &Arc<UrlOptions>,
+    pick: impl FnOnce(&UrlResult) -> T,
+) -> T {
+    LAST_URL.with(|cell| {
+        let mut last = cell.borrow_mut();
+        match &*last {
+            Some((url, o, result)) if url == u && (Arc::ptr_eq(o, opts) || **o == **opts) => {
+                pick(result)
+            }
+            _ => {
+                let result = url::canonicalize(u, opts);
+                let out = pick(&result);
+                *last = Some((u.to_owned(), opts.clone(), result));
+                out
+            }
+        }
+    })
+}
+
 fn text_result(s: Option<String>) -> ToSqlOutput<'static> {
     ToSqlOutput::Owned(s.map_or(Value::Null, Value::Text))
 }
@@ -152,7 +184,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         let opts = url_options(ctx, 1, "canonical_url")?;
         let u = text_arg(ctx, 0, "canonical_url", "url")?;
         Ok(text_result(u.and_then(|u| {
-            url::canonicalize(u, &opts).ok().map(|c| c.url)
+            canonicalize_cached(u, &opts, |r| r.as_ref().ok().map(|c| c.url.clone()))
         })))
     })?;
 
@@ -161,7 +193,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         let opts = url_options(ctx, 1, "url_domain")?;
         let u = text_arg(ctx, 0, "url_domain", "url")?;
         Ok(text_result(u.and_then(|u| {
-            url::canonicalize(u, &opts).ok().map(|c| c.domain)
+            canonicalize_cached(u, &opts, |r| r.as_ref().ok().map(|c| c.domain.clone()))
         })))
     })?;
 
@@ -179,7 +211,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         let opts = url_options(ctx, 1, "url_discard_reason")?;
         let u = text_arg(ctx, 0, "url_discard_reason", "url")?;
         Ok(text_result(u.and_then(|u| {
-            url::canonicalize(u, &opts).err().map(|d| d.to_string())
+            canonicalize_cached(u, &opts, |r| r.as_ref().err().map(|d| d.to_string()))
         })))
     })?;
 

@@ -45,6 +45,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_require",
             "dedup_version",
             "lev_ratio",
+            "near_dups_stats",
             "normalize_text",
             "shingle_resemblance",
             "url_discard_reason",
@@ -254,6 +255,8 @@ fn fifty_megabyte_inputs_do_not_crash() {
 #[test]
 fn near_dups_scans_a_table_in_pos_order() {
     let db = db();
+    let none: Option<String> = one(&db, "SELECT near_dups_stats()").unwrap();
+    assert_eq!(none, None);
     db.execute_batch(
         "CREATE TABLE t(pos INTEGER, id INTEGER, text TEXT, rank INTEGER);
          INSERT INTO t VALUES (1, 10, 'the quick brown fox', 2), (2, 20, 'the quick brown fix', 1),
@@ -272,6 +275,13 @@ fn near_dups_scans_a_table_in_pos_order() {
     // Row 10's window (20, 30) groups 10 and 20; 20 wins on rank. Row 20's
     // window (30, 40) groups 20 and 40; 20 wins again.
     assert_eq!(rows, vec![(10, 20, 10, r), (40, 20, 20, r)]);
+    // Pairs: 10-20, 10-30, 20-30, 20-40 (row 30's only neighbour, 40, is
+    // gone). Row 30 is within the length bound of the others (5 characters
+    // shorter, 6 allowed at 0.8) but its letter counts are far from theirs.
+    assert_eq!(
+        one::<String>(&db, "SELECT near_dups_stats()").unwrap(),
+        r#"{"rows":4,"pairs":4,"rejected_by_length":0,"rejected_by_histogram":2,"levenshtein":2,"matches":2}"#
+    );
 }
 
 #[test]

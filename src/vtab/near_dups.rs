@@ -8,7 +8,9 @@
 
 use std::ffi::c_int;
 use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
 
+use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{
     eponymous_only_module, Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConfig,
@@ -16,7 +18,7 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Error, Result};
 
-use crate::near_dups::{scan, validate, Removal, ScanRow};
+use crate::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
 use crate::sql::describe;
 
 const NAME: &str = "near_dups";
@@ -26,9 +28,30 @@ const COL_INPUT: c_int = 4;
 const COL_THRESHOLD: c_int = 5;
 const COL_DISTANCE: c_int = 6;
 
-/// Registers the eponymous table-valued function `near_dups`.
+/// The counters of the last `near_dups` scan on a connection.
+pub type LastScan = Arc<Mutex<Option<ScanStats>>>;
+
+/// Registers the eponymous table-valued function `near_dups`, and
+/// `near_dups_stats()`: the counters of the last scan on this connection as
+/// JSON, or NULL before the first scan.
 pub fn register(db: &Connection) -> Result<()> {
-    db.create_module(NAME, eponymous_only_module::<NearDupsTab>(), None)
+    let last: LastScan = Arc::default();
+    db.create_module(
+        NAME,
+        eponymous_only_module::<NearDupsTab>(),
+        Some(last.clone()),
+    )?;
+    db.create_scalar_function(
+        "near_dups_stats",
+        0,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY,
+        move |_ctx| {
+            let stats = last
+                .lock()
+                .map_err(|_| error("stats unavailable", "a poisoned lock"))?;
+            Ok(stats.as_ref().map(ScanStats::to_json))
+        },
+    )
 }
 
 fn error(problem: &str, got: &str) -> Error {
@@ -39,15 +62,16 @@ fn error(problem: &str, got: &str) -> Error {
 struct NearDupsTab {
     base: ffi::sqlite3_vtab,
     db: *mut ffi::sqlite3,
+    last: LastScan,
 }
 
 unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
-    type Aux = ();
+    type Aux = LastScan;
     type Cursor = NearDupsCursor<'vtab>;
 
     fn connect(
         db: &mut VTabConnection,
-        _aux: Option<&()>,
+        aux: Option<&LastScan>,
         _args: &[&[u8]],
     ) -> Result<(String, Self)> {
         // Reads other tables of the database: not innocuous.
@@ -60,6 +84,7 @@ unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
             NearDupsTab {
                 base: ffi::sqlite3_vtab::default(),
                 db: handle,
+                last: aux.cloned().unwrap_or_default(),
             },
         ))
     }
@@ -100,6 +125,7 @@ unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
         Ok(NearDupsCursor {
             base: ffi::sqlite3_vtab_cursor::default(),
             db: self.db,
+            last: self.last.clone(),
             rows: Vec::new(),
             next: 0,
             phantom: PhantomData,
@@ -111,6 +137,7 @@ unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
 struct NearDupsCursor<'vtab> {
     base: ffi::sqlite3_vtab_cursor,
     db: *mut ffi::sqlite3,
+    last: LastScan,
     rows: Vec<Removal>,
     next: usize,
     phantom: PhantomData<&'vtab NearDupsTab>,
@@ -232,11 +259,14 @@ unsafe impl VTabCursor for NearDupsCursor<'_> {
         );
         let mut stmt = db.prepare(&sql)?;
         let rows = stmt.query_map([], read_row)?;
-        let (removed, _stats) = scan(
+        let (removed, stats) = scan(
             rows,
             threshold,
             usize::try_from(distance).unwrap_or(usize::MAX),
         )?;
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(stats);
+        }
         self.rows = removed;
         self.next = 0;
         Ok(())

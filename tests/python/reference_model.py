@@ -42,9 +42,11 @@ def external(r):
     return 1 if r["category"] == "external" else 0
 
 
-def run(rows, threshold=0.9, distance=50, n_min=0):
+def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True):
     """rows: dicts with rowid, url (canonical or None), domain, content_hash,
-    datetime, crawled, length, category, parsed. Returns surviving rowids."""
+    datetime, crawled, length, category, parsed. Returns surviving rowids.
+    score_cutoff=False computes every full ratio, as the reference does (the
+    same decisions, at the reference's cost: for benchmarks)."""
     prepared = [dict(r, length=r["length"] or None) for r in rows if r["url"] is not None]
     # Phase 2: _ELECTION_ORDER_URL per canonical URL.
     by_url = {}
@@ -79,7 +81,8 @@ def run(rows, threshold=0.9, distance=50, n_min=0):
                 continue
             live = [j for j in range(i + 1, min(n, i + distance)) if keep[j]]
             near = [j for j in live
-                    if Levenshtein.ratio(elements[i]["parsed"], elements[j]["parsed"], score_cutoff=threshold) > threshold]
+                    if Levenshtein.ratio(elements[i]["parsed"], elements[j]["parsed"],
+                                         score_cutoff=threshold if score_cutoff else None) > threshold]
             if not near:
                 continue
             group = [i] + near

@@ -8,7 +8,7 @@ import pytest
 import pipeline as P
 
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_debug", "dedup_eval", "dedup_require", "dedup_version",
-             "lev_ratio", "normalize_text", "shingle_resemblance", "url_discard_reason", "url_domain", "url_wayback"]
+             "lev_ratio", "near_dups_stats", "normalize_text", "shingle_resemblance", "url_discard_reason", "url_domain", "url_wayback"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The whole pipeline at scale: per-phase seconds, comparisons done and
+avoided by each filter, peak memory, the full-scan floor and the reference
+algorithm's time on the same databases, in one run.
+
+  cargo build --release --features loadable_extension
+  /usr/bin/python3 -m pip install --break-system-packages levenshtein   # the reference's ratio
+  /usr/bin/python3 benches/pipeline.py [--sizes 5000,20000,100000] [--reference-max 20000] [--repeat 3]
+
+Corpora are built once into bench-data/ (git-ignored) with the corpus builder
+(seed 7). The reference time is the independent Python model of the reference
+(tests/python/reference_model.py) comparing every window pair with a full
+Levenshtein.ratio, as the reference does; it also gives the survivors our run
+must equal (on our canonical URLs). Sizes above --reference-max skip it.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "..", "shared", "corpus")
+DATA = os.path.join(ROOT, "bench-data")
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+import pipeline as P  # noqa: E402  phase runner shared with the tests
+
+PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES]
+
+
+def corpus(n):
+    path = os.path.join(DATA, f"{n}.db")
+    if not os.path.exists(path):
+        os.makedirs(DATA, exist_ok=True)
+        subprocess.run([sys.executable, os.path.join(CORPUS, "build_corpus.py"), "--pool",
+                        os.path.join(CORPUS, "text-pool.jsonl.gz"), "--out", path, "--n", str(n),
+                        "--seed", "7"], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def fresh_copy(n, tag):
+    dst = os.path.join(DATA, f"run-{n}-{tag}.db")
+    shutil.copy(corpus(n), dst)
+    return dst
+
+
+def child(db):
+    """Runs the phases in one transaction, timing each; prints JSON."""
+    conn = P.connect(db)
+    times = {}
+    conn.execute("BEGIN")
+    for path, name in zip(P.PHASES, PHASE_NAMES):
+        start = time.perf_counter()
+        for statement in P.split_statements(open(path).read()):
+            conn.execute(statement).fetchall()
+        times[name] = time.perf_counter() - start
+        if name.startswith("04"):
+            stats = conn.execute("SELECT near_dups_stats()").fetchone()[0]
+    start = time.perf_counter()
+    conn.execute("COMMIT")
+    times["06_apply"] += time.perf_counter() - start
+    survivors = sorted(r[0] for r in conn.execute("SELECT rowid FROM pages"))
+    print(json.dumps({"times": times, "stats": json.loads(stats) if stats else None,
+                      "survivors": survivors}))
+
+
+def run_child(db):
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db],
+                            stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        sys.exit(f"pipeline run failed on {db}")
+    result = json.loads(out)
+    result["peak_mb"] = usage.ru_maxrss / 1024
+    return result
+
+
+def floor_scan(db):
+    conn = sqlite3.connect(db)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        conn.execute("SELECT sum(length(parsed)) FROM pages").fetchone()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def reference(db):
+    """The reference algorithm on our canonical URLs: (seconds, survivors)."""
+    import reference_model
+    conn = P.connect(db)
+    rows = conn.execute(
+        "SELECT rowid, canonical_url(url), url_domain(url), content_hash, datetime, crawled, "
+        "length, category, parsed FROM pages").fetchall()
+    keys = ["rowid", "url", "domain", "content_hash", "datetime", "crawled", "length", "category", "parsed"]
+    rows = [dict(zip(keys, r)) for r in rows]
+    start = time.perf_counter()
+    survivors = reference_model.run(rows, score_cutoff=False)
+    return time.perf_counter() - start, sorted(survivors)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="5000,20000,100000")
+    parser.add_argument("--reference-max", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest is shown")
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        return child(args.child)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for n in sizes:
+        runs = []
+        for _ in range(args.repeat):
+            db = fresh_copy(n, "ours")
+            floor = floor_scan(db)
+            runs.append((floor, run_child(db)))
+        floor = min(f for f, _ in runs)
+        ours = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
+        assert all(r["survivors"] == ours["survivors"] for _, r in runs)
+        ref = reference(fresh_copy(n, "ref")) if n <= args.reference_max else None
+        rows.append((n, floor, ours, ref))
+        for tag in ("ours", "ref"):
+            path = os.path.join(DATA, f"run-{n}-{tag}.db")
+            if os.path.exists(path):
+                os.remove(path)
+
+    print("## Whole pipeline (sql/ phases in one transaction, Debian SQLite "
+          f"{sqlite3.sqlite_version}): seconds, fastest of {args.repeat} runs on fresh copies\n")
+    print("| pages | " + " | ".join(PHASE_NAMES) + " | total | floor scan | total / floor | peak RSS MB "
+          "| reference algorithm | speed-up | same survivors |")
+    print("|---" * (len(PHASE_NAMES) + 8) + "|")
+    for n, floor, ours, ref in rows:
+        total = sum(ours["times"].values())
+        cells = [f"{ours['times'][p]:.2f}" for p in PHASE_NAMES]
+        if ref:
+            ref_cells = [f"{ref[0]:.1f}", f"{ref[0] / total:.0f}x",
+                         "yes" if ref[1] == ours["survivors"] else "NO"]
+        else:
+            ref_cells = ["not run", "", ""]
+        print(f"| {n} | " + " | ".join(cells) + f" | {total:.2f} | {floor * 1000:.0f} ms | "
+              f"{total / floor:.0f}x | {ours['peak_mb']:.0f} | " + " | ".join(ref_cells) + " |")
+
+    print("\n## Near-duplicate scan (phase 04): window pairs and the filters that decided them\n")
+    print("| pages | rows scanned | window pairs | rejected by length | rejected by histogram "
+          "| reached the LCS kernel | above threshold | pairs decided without the kernel |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, _, ours, _ in rows:
+        s = ours["stats"]
+        avoided = (s["rejected_by_length"] + s["rejected_by_histogram"]) / max(s["pairs"], 1)
+        print(f"| {n} | {s['rows']} | {s['pairs']} | {s['rejected_by_length']} | "
+              f"{s['rejected_by_histogram']} | {s['levenshtein']} | {s['matches']} | {avoided:.1%} |")
+    print(f"\nSurvivors: " + ", ".join(f"{n}: {len(o['survivors'])}" for n, _, o, _ in rows))
+
+
+if __name__ == "__main__":
+    main()
