@@ -12,6 +12,8 @@ pub mod lcs;
 pub mod meta;
 pub mod near_dups;
 pub mod similarity;
+pub mod sketch;
+pub mod sketch_sql;
 pub mod sql;
 pub mod text;
 pub mod url;
@@ -27,6 +29,7 @@ pub const MIN_SQLITE_VERSION: &str = "3.34.1";
 pub fn register(db: &Connection) -> Result<()> {
     meta::register(db)?;
     sql::register_scalars(db)?;
+    sketch_sql::register(db)?;
     control::register(db)?;
     vtab::register(db)?;
     Ok(())

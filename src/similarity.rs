@@ -295,7 +295,7 @@ const ALNUM: [u8; 256] = {
 /// ([`crate::text::words`]). ASCII text is scanned 64 bytes at a time
 /// (token boundaries are the bit transitions of an alphanumeric mask) and
 /// hashed in place, without building the tokens.
-fn token_hashes(text: &str) -> Vec<u64> {
+pub(crate) fn token_hashes(text: &str) -> Vec<u64> {
     if !text.is_ascii() {
         return crate::text::words(text)
             .map(|w| token_hash(w.as_bytes(), 0, w.len(), false))
@@ -329,9 +329,14 @@ fn token_hashes(text: &str) -> Vec<u64> {
 }
 
 /// Order-sensitive combination of token hashes into one shingle hash.
-fn combine(tokens: &[u64]) -> u64 {
+pub(crate) fn combine(tokens: &[u64]) -> u64 {
+    combine_iter(tokens.iter().copied())
+}
+
+/// [`combine`] over any sequence of values.
+pub(crate) fn combine_iter(tokens: impl Iterator<Item = u64>) -> u64 {
     let mut h = FNV_OFFSET;
-    for &t in tokens {
+    for t in tokens {
         h = (h ^ t).wrapping_mul(MIX);
         h ^= h >> 29;
     }

@@ -48,7 +48,7 @@ pub fn describe(value: ValueRef<'_>) -> String {
 }
 
 /// Checks the argument count of a variadic registration.
-fn check_arity(ctx: &Context<'_>, function: &str, min: usize, max: usize) -> Result<()> {
+pub(crate) fn check_arity(ctx: &Context<'_>, function: &str, min: usize, max: usize) -> Result<()> {
     let n = ctx.len();
     if n < min || n > max {
         let expected = if min == max {
@@ -67,7 +67,7 @@ fn check_arity(ctx: &Context<'_>, function: &str, min: usize, max: usize) -> Res
 
 /// Argument `i` as text; `None` for NULL; an error for other types or
 /// invalid UTF-8.
-fn text_arg<'a>(
+pub(crate) fn text_arg<'a>(
     ctx: &'a Context<'_>,
     i: usize,
     function: &str,
@@ -91,7 +91,12 @@ fn text_arg<'a>(
 }
 
 /// Argument `i` as a number (integer or real); `None` for NULL.
-fn number_arg(ctx: &Context<'_>, i: usize, function: &str, name: &str) -> Result<Option<f64>> {
+pub(crate) fn number_arg(
+    ctx: &Context<'_>,
+    i: usize,
+    function: &str,
+    name: &str,
+) -> Result<Option<f64>> {
     match ctx.get_raw(i) {
         ValueRef::Null => Ok(None),
         ValueRef::Integer(v) => Ok(Some(v as f64)),

@@ -44,10 +44,16 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_eval",
             "dedup_require",
             "dedup_version",
+            "hamming_distance",
             "lev_ratio",
+            "lsh_params",
+            "lsh_probability",
+            "minhash",
+            "minhash_jaccard",
             "near_dups_stats",
             "normalize_text",
             "shingle_resemblance",
+            "simhash",
             "url_discard_reason",
             "url_domain",
             "url_wayback"
@@ -59,7 +65,7 @@ fn register_adds_exactly_these_functions_and_modules() {
         .into_iter()
         .filter(|n| !before.contains(n))
         .collect();
-    assert_eq!(added, ["near_dups"]);
+    assert_eq!(added, ["lsh_bands", "near_dups"]);
 }
 
 #[test]
@@ -313,4 +319,138 @@ fn near_dups_errors() {
         err(&db, "SELECT * FROM near_dups"),
         "near_dups: input table or view name is required, got no argument"
     );
+}
+
+#[test]
+fn sketch_functions_give_hand_checked_values_and_clear_errors() {
+    let db = db();
+    // Same text, same signature: estimated Jaccard 1; 128 values of 4 bytes
+    // after an 8-byte header.
+    assert_eq!(
+        one::<i64>(&db, "SELECT length(minhash('some page text'))").unwrap(),
+        8 + 4 * 128
+    );
+    assert_eq!(
+        one::<f64>(
+            &db,
+            "SELECT minhash_jaccard(minhash('some page text'), minhash('some page text'))"
+        )
+        .unwrap(),
+        1.0
+    );
+    // No shingles: no signature.
+    assert_eq!(
+        one::<Option<Vec<u8>>>(&db, "SELECT minhash(' ,. ', 16, 'word', 3)").unwrap(),
+        None
+    );
+    assert_eq!(
+        one::<Option<f64>>(&db, "SELECT minhash_jaccard(NULL, minhash('a'))").unwrap(),
+        None
+    );
+    // 0b1011 ^ 0b0110 = 0b1101.
+    assert_eq!(
+        one::<i64>(&db, "SELECT hamming_distance(11, 6)").unwrap(),
+        3
+    );
+    assert_eq!(
+        one::<i64>(&db, "SELECT hamming_distance(-1, 0)").unwrap(),
+        64
+    );
+    // 1 - (1 - 0.5^1)^2 = 0.75.
+    assert_eq!(
+        one::<f64>(&db, "SELECT lsh_probability(0.5, 2, 1)").unwrap(),
+        0.75
+    );
+    assert_eq!(
+        one::<i64>(
+            &db,
+            "SELECT count(*) FROM lsh_bands(minhash('hello world', 8), 4)"
+        )
+        .unwrap(),
+        4
+    );
+    assert_eq!(
+        err(
+            &db,
+            "SELECT minhash_jaccard(minhash('a b c'), minhash('a b c', 64))"
+        ),
+        "minhash_jaccard: signatures must have the same shingles and size, got signatures differ \
+         (char 5-grams, 128 permutations vs char 5-grams, 64 permutations)"
+    );
+    assert_eq!(
+        err(&db, "SELECT minhash('x', 0)"),
+        "minhash: num_perm must be an integer in [1, 4096], got integer 0"
+    );
+    assert_eq!(
+        err(&db, "SELECT minhash('x', 16, 'line')"),
+        "minhash: shingle kind must be 'word' or 'char', got 'line'"
+    );
+    assert_eq!(
+        err(&db, "SELECT hamming_distance('a', 1)"),
+        "hamming_distance: arguments must be INTEGER simhashes, got text 'a'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM lsh_bands(minhash('x', 8), 3, 3)"),
+        "lsh_bands: bands * rows must be at most the signature's 8 values, got 3 * 3"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM lsh_bands(x'00', 2)"),
+        "lsh_bands: not a minhash signature, got blob of 1 bytes"
+    );
+}
+
+/// The incremental workflow of the README: stored signatures and bands, a
+/// new batch checked against them, a removed page removing its bands.
+#[test]
+fn incremental_lsh_workflow() {
+    let db = db();
+    let base = "the rust project is happy to announce a new version of rust ".repeat(8);
+    db.execute_batch(
+        "CREATE TABLE corpus (id INTEGER PRIMARY KEY, text TEXT, sig BLOB);
+         CREATE TABLE corpus_bands (id INTEGER, band INTEGER, key INTEGER);
+         CREATE INDEX corpus_bands_key ON corpus_bands (band, key);",
+    )
+    .unwrap();
+    let add = |id: i64, text: &str| {
+        db.execute(
+            "INSERT INTO corpus VALUES (?1, ?2, minhash(?2))",
+            (id, text),
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO corpus_bands SELECT c.id, b.band, b.key
+             FROM corpus c, lsh_bands(c.sig, 32, 4) b WHERE c.id = ?1",
+            [id],
+        )
+        .unwrap();
+    };
+    add(1, &base);
+    add(
+        2,
+        "a completely different page about gardening and tomatoes in spring",
+    );
+    // find_similar for a new document: candidates share a band, then the
+    // exact measure decides.
+    let query = "SELECT DISTINCT c.id FROM lsh_bands(minhash(?1), 32, 4) q
+                 JOIN corpus_bands cb ON cb.band = q.band AND cb.key = q.key
+                 JOIN corpus c ON c.id = cb.id
+                 WHERE lev_ratio(c.text, ?1, 0.9) > 0.9";
+    let found = |text: &str| -> Vec<i64> {
+        let mut s = db.prepare(query).unwrap();
+        let v = s
+            .query_map([text], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<Vec<i64>>>()
+            .unwrap();
+        v
+    };
+    let edited = base.replacen("happy", "glad", 1);
+    assert_eq!(found(&edited), [1]);
+    assert_eq!(
+        found("nothing like the others at all, a recipe for soup"),
+        Vec::<i64>::new()
+    );
+    db.execute_batch("DELETE FROM corpus_bands WHERE id = 1; DELETE FROM corpus WHERE id = 1;")
+        .unwrap();
+    assert_eq!(found(&edited), Vec::<i64>::new());
 }

@@ -8,7 +8,9 @@ import pytest
 import pipeline as P
 
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_debug", "dedup_eval", "dedup_require", "dedup_version",
-             "lev_ratio", "near_dups_stats", "normalize_text", "shingle_resemblance", "url_discard_reason", "url_domain", "url_wayback"]
+             "hamming_distance", "lev_ratio", "lsh_params", "lsh_probability", "minhash", "minhash_jaccard",
+             "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash", "url_discard_reason", "url_domain",
+             "url_wayback"]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def test_loads_and_adds_exactly_its_functions_and_modules():
     before = {r[0] for r in plain.execute(q)}
     assert sorted({r[0] for r in loaded.execute(q)} - before) == FUNCTIONS
     q = "SELECT name FROM pragma_module_list"
-    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"near_dups"}
+    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"lsh_bands", "near_dups"}
     assert loaded.execute("SELECT dedup_version()").fetchone()[0].startswith("v")
 
 

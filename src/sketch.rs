@@ -1,0 +1,431 @@
+//! Sketches for whole-corpus near-duplicate search: MinHash signatures,
+//! their LSH band keys, and SimHash fingerprints.
+//!
+//! Both sketch a set of shingles: word n-grams (tokens as
+//! [`crate::text::words`] defines them) or character n-grams (over code
+//! points, so CJK text without spaces works). A text with fewer than `n`
+//! tokens or characters, but at least one, has one shingle made of all of
+//! them; a text with none has no sketch.
+
+use crate::similarity::{combine, combine_iter, token_hashes};
+
+/// What a shingle is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShingleKind {
+    /// `n` consecutive word tokens.
+    Word,
+    /// `n` consecutive code points.
+    Char,
+}
+
+/// A shingling: kind and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shingling {
+    /// Words or characters.
+    pub kind: ShingleKind,
+    /// Shingle size, 1 to 64.
+    pub n: usize,
+}
+
+impl Shingling {
+    /// Parses `word` / `char` (or `w` / `c`) and a size in 1..=64.
+    pub fn new(kind: &str, n: i64) -> Result<Self, String> {
+        let kind = match kind {
+            "word" | "w" => ShingleKind::Word,
+            "char" | "c" => ShingleKind::Char,
+            _ => return Err("shingle kind must be 'word' or 'char'".into()),
+        };
+        if !(1..=64).contains(&n) {
+            return Err("shingle size must be an integer in [1, 64]".into());
+        }
+        Ok(Shingling {
+            kind,
+            n: n as usize,
+        })
+    }
+
+    /// Hashes of the text's shingles (with repeats), in text order.
+    pub fn hashes(&self, text: &str) -> Vec<u64> {
+        let n = self.n;
+        match self.kind {
+            ShingleKind::Word => {
+                let tokens = token_hashes(text);
+                if tokens.is_empty() {
+                    Vec::new()
+                } else if tokens.len() < n {
+                    vec![combine(&tokens)]
+                } else {
+                    tokens.windows(n).map(combine).collect()
+                }
+            }
+            ShingleKind::Char if text.is_ascii() => {
+                let b = text.as_bytes();
+                if b.is_empty() {
+                    return Vec::new();
+                }
+                let n = n.min(b.len());
+                (0..=b.len() - n)
+                    .map(|i| bytes_hash(&b[i..i + n]))
+                    .collect()
+            }
+            ShingleKind::Char => {
+                let chars: Vec<u64> = text.chars().map(|c| u64::from(c as u32)).collect();
+                let n = n.min(chars.len());
+                if n == 0 {
+                    return Vec::new();
+                }
+                chars.windows(n).map(combine).collect()
+            }
+        }
+    }
+}
+
+/// Hash of a short byte string (an ASCII character shingle), consistent with
+/// [`combine`] over its code points.
+fn bytes_hash(bytes: &[u8]) -> u64 {
+    combine_iter(bytes.iter().map(|&b| u64::from(b)))
+}
+
+/// SplitMix64: the seeds of the permutations.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Bytes before the values in a signature BLOB: `MH`, format version,
+/// shingle kind (`w`/`c`), shingle size, three zero bytes.
+pub const HEADER: usize = 8;
+
+/// MinHash over `num_perm` permutations `x -> a * x + b (mod 2^32)` (odd
+/// `a`) of 32-bit shingle hashes; fixed seeds, so signatures computed at
+/// different times compare.
+#[derive(Debug, Clone)]
+pub struct MinHasher {
+    a: Vec<u32>,
+    b: Vec<u32>,
+}
+
+impl MinHasher {
+    /// The permutations for a signature of `num_perm` values.
+    pub fn new(num_perm: usize) -> Self {
+        let mut state = 0x5eed_0000_0000_0001u64;
+        let (mut a, mut b) = (Vec::with_capacity(num_perm), Vec::with_capacity(num_perm));
+        for _ in 0..num_perm {
+            let r = splitmix(&mut state);
+            a.push((r as u32) | 1);
+            b.push((r >> 32) as u32);
+        }
+        MinHasher { a, b }
+    }
+
+    /// Number of values in a signature.
+    pub fn num_perm(&self) -> usize {
+        self.a.len()
+    }
+
+    /// The minimum of each permutation over the shingle hashes; `None` when
+    /// there are none.
+    pub fn signature(&self, hashes: &[u64]) -> Option<Vec<u32>> {
+        if hashes.is_empty() {
+            return None;
+        }
+        let mut sig = vec![u32::MAX; self.a.len()];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { min_hash_avx2(&self.a, &self.b, hashes, &mut sig) };
+            return Some(sig);
+        }
+        min_hash(&self.a, &self.b, hashes, &mut sig);
+        Some(sig)
+    }
+
+    /// A signature as a BLOB: [`HEADER`] then the values, little-endian.
+    pub fn to_blob(shingling: Shingling, sig: &[u32]) -> Vec<u8> {
+        let kind = match shingling.kind {
+            ShingleKind::Word => b'w',
+            ShingleKind::Char => b'c',
+        };
+        let mut blob = Vec::with_capacity(HEADER + 4 * sig.len());
+        blob.extend_from_slice(&[b'M', b'H', 1, kind, shingling.n as u8, 0, 0, 0]);
+        for v in sig {
+            blob.extend_from_slice(&v.to_le_bytes());
+        }
+        blob
+    }
+}
+
+#[inline(always)]
+fn min_hash(a: &[u32], b: &[u32], hashes: &[u64], sig: &mut [u32]) {
+    for &h in hashes {
+        let x = (h ^ (h >> 32)) as u32;
+        for ((s, &a), &b) in sig.iter_mut().zip(a).zip(b) {
+            *s = (*s).min(a.wrapping_mul(x).wrapping_add(b));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn min_hash_avx2(a: &[u32], b: &[u32], hashes: &[u64], sig: &mut [u32]) {
+    min_hash(a, b, hashes, sig);
+}
+
+/// A parsed signature BLOB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signature<'a> {
+    /// Header bytes (kind and size of the shingles).
+    pub header: &'a [u8],
+    /// The values, little-endian `u32`s.
+    pub values: &'a [u8],
+}
+
+impl<'a> Signature<'a> {
+    /// Checks a BLOB made by [`MinHasher::to_blob`].
+    pub fn parse(blob: &'a [u8]) -> Result<Self, String> {
+        if blob.len() < HEADER + 4 || &blob[..3] != b"MH\x01" || (blob.len() - HEADER) % 4 != 0 {
+            return Err("not a minhash signature".into());
+        }
+        Ok(Signature {
+            header: &blob[..HEADER],
+            values: &blob[HEADER..],
+        })
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.values.len() / 4
+    }
+
+    /// Always false: a signature has at least one value.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `word 5-grams, 128 permutations`.
+    pub fn describe(&self) -> String {
+        let kind = if self.header[3] == b'w' {
+            "word"
+        } else {
+            "char"
+        };
+        format!(
+            "{kind} {}-grams, {} permutations",
+            self.header[4],
+            self.len()
+        )
+    }
+
+    /// Estimated Jaccard similarity: the fraction of equal values. Errors
+    /// when the signatures were made with different shingles or sizes.
+    pub fn jaccard(&self, other: &Signature<'_>) -> Result<f64, String> {
+        if self.header != other.header || self.values.len() != other.values.len() {
+            return Err(format!(
+                "signatures differ ({} vs {})",
+                self.describe(),
+                other.describe()
+            ));
+        }
+        let equal = self
+            .values
+            .chunks_exact(4)
+            .zip(other.values.chunks_exact(4))
+            .filter(|(x, y)| x == y)
+            .count();
+        Ok(equal as f64 / self.len() as f64)
+    }
+
+    /// The LSH key of band `band` (`rows` values from `band * rows`).
+    pub fn band_key(&self, band: usize, rows: usize) -> i64 {
+        let bytes = &self.values[4 * band * rows..4 * (band + 1) * rows];
+        let words: Vec<u64> = bytes
+            .chunks_exact(4)
+            .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4 bytes"))))
+            .collect();
+        combine(&words) as i64
+    }
+}
+
+/// Probability that a pair with Jaccard `s` shares at least one of `bands`
+/// bands of `rows` values: `1 - (1 - s^rows)^bands` (the S-curve).
+pub fn lsh_probability(s: f64, bands: usize, rows: usize) -> f64 {
+    1.0 - (1.0 - s.powi(rows as i32)).powi(bands as i32)
+}
+
+/// The bands and rows (`bands * rows <= num_perm`) that minimize the
+/// equally weighted false-positive and false-negative areas of the S-curve
+/// around `threshold`, as datasketch's `MinHashLSH` chooses them.
+pub fn lsh_params(threshold: f64, num_perm: usize) -> (usize, usize) {
+    let integrate = |f: &dyn Fn(f64) -> f64, lo: f64, hi: f64| {
+        let steps = 200;
+        let h = (hi - lo) / steps as f64;
+        (0..steps)
+            .map(|i| f(lo + (i as f64 + 0.5) * h) * h)
+            .sum::<f64>()
+    };
+    let mut best = (1, 1, f64::INFINITY);
+    for bands in 1..=num_perm {
+        for rows in 1..=num_perm / bands {
+            let fp = integrate(&|s| lsh_probability(s, bands, rows), 0.0, threshold);
+            let fn_ = integrate(&|s| 1.0 - lsh_probability(s, bands, rows), threshold, 1.0);
+            let error = 0.5 * fp + 0.5 * fn_;
+            if error < best.2 {
+                best = (bands, rows, error);
+            }
+        }
+    }
+    (best.0, best.1)
+}
+
+/// SimHash of shingle hashes: bit `i` is set when more shingles have it set
+/// than not. `None` when there are no shingles.
+pub fn simhash(hashes: &[u64]) -> Option<u64> {
+    if hashes.is_empty() {
+        return None;
+    }
+    let mut counts = [0i32; 64];
+    for &h in hashes {
+        let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (h >> 29);
+        for (bit, count) in counts.iter_mut().enumerate() {
+            *count += (((h >> bit) & 1) as i32) * 2 - 1;
+        }
+    }
+    Some(
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .fold(0u64, |acc, (bit, _)| acc | 1 << bit),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(n: usize) -> Shingling {
+        Shingling {
+            kind: ShingleKind::Word,
+            n,
+        }
+    }
+
+    fn char_(n: usize) -> Shingling {
+        Shingling {
+            kind: ShingleKind::Char,
+            n,
+        }
+    }
+
+    fn sig(text: &str, s: Shingling, p: usize) -> Vec<u8> {
+        let h = MinHasher::new(p);
+        MinHasher::to_blob(s, &h.signature(&s.hashes(text)).unwrap())
+    }
+
+    #[test]
+    fn shingle_counts() {
+        assert_eq!(word(2).hashes("a b c d").len(), 3);
+        assert_eq!(word(5).hashes("a b").len(), 1);
+        assert!(word(5).hashes(" ,. ").is_empty());
+        assert_eq!(char_(3).hashes("abcd").len(), 2);
+        assert_eq!(char_(3).hashes("ab").len(), 1);
+        assert_eq!(char_(2).hashes("北京大学").len(), 3);
+        assert!(char_(3).hashes("").is_empty());
+        // The same characters hash the same whether the text is ASCII or not.
+        let ascii = char_(3).hashes("abcd");
+        let wide = char_(3).hashes("abcdé");
+        assert_eq!(ascii[..], wide[..2]);
+    }
+
+    #[test]
+    fn identical_texts_have_equal_signatures() {
+        let a = sig("the quick brown fox jumps", char_(3), 64);
+        let parsed = Signature::parse(&a).unwrap();
+        assert_eq!(parsed.len(), 64);
+        assert_eq!(parsed.jaccard(&parsed), Ok(1.0));
+    }
+
+    #[test]
+    fn estimates_track_the_true_jaccard() {
+        // Sets of 1,000 shingles sharing 600: Jaccard = 600 / 1400.
+        let hasher = MinHasher::new(256);
+        let mut state = 7u64;
+        let mut total = 0.0;
+        let trials = 40;
+        for _ in 0..trials {
+            let shared: Vec<u64> = (0..600).map(|_| splitmix(&mut state)).collect();
+            let mut a = shared.clone();
+            let mut b = shared;
+            a.extend((0..400).map(|_| splitmix(&mut state)));
+            b.extend((0..400).map(|_| splitmix(&mut state)));
+            let (sa, sb) = (hasher.signature(&a).unwrap(), hasher.signature(&b).unwrap());
+            let equal = sa.iter().zip(&sb).filter(|(x, y)| x == y).count();
+            total += equal as f64 / 256.0;
+        }
+        let mean = total / trials as f64;
+        let truth = 600.0 / 1400.0;
+        // Standard error of the mean: sqrt(J(1-J)/256/40) = 0.005.
+        assert!(
+            (mean - truth).abs() < 0.02,
+            "mean estimate {mean}, true {truth}"
+        );
+    }
+
+    #[test]
+    fn different_shingling_or_size_is_an_error() {
+        let a = sig("some text here", char_(3), 64);
+        let b = sig("some text here", word(3), 64);
+        let c = sig("some text here", char_(3), 32);
+        let (a, b, c) = (
+            Signature::parse(&a).unwrap(),
+            Signature::parse(&b).unwrap(),
+            Signature::parse(&c).unwrap(),
+        );
+        assert_eq!(
+            a.jaccard(&b),
+            Err("signatures differ (char 3-grams, 64 permutations vs word 3-grams, 64 permutations)".into())
+        );
+        assert!(a.jaccard(&c).is_err());
+        assert!(Signature::parse(b"nope").is_err());
+    }
+
+    #[test]
+    fn avx2_and_portable_kernels_agree() {
+        let h = MinHasher::new(128);
+        let hashes = char_(5).hashes("the quick brown fox jumps over the lazy dog");
+        let mut portable = vec![u32::MAX; 128];
+        min_hash(&h.a, &h.b, &hashes, &mut portable);
+        assert_eq!(h.signature(&hashes).unwrap(), portable);
+    }
+
+    #[test]
+    fn s_curve_and_parameters() {
+        assert_eq!(lsh_probability(1.0, 16, 8), 1.0);
+        assert_eq!(lsh_probability(0.0, 16, 8), 0.0);
+        assert!((lsh_probability(0.5, 2, 1) - 0.75).abs() < 1e-12);
+        let (b, r) = lsh_params(0.5, 128);
+        assert!(b * r <= 128);
+        // The curve's steepest point sits near the threshold.
+        let middle = (1.0 / b as f64).powf(1.0 / r as f64);
+        assert!((middle - 0.5).abs() < 0.1, "b={b} r={r} middle={middle}");
+    }
+
+    #[test]
+    fn simhash_is_close_for_close_texts() {
+        let a = "the quick brown fox jumps over the lazy dog ".repeat(20);
+        let b = a.replace("lazy dog ", "lazy cat ");
+        let s = word(1);
+        let (ha, hb) = (
+            simhash(&s.hashes(&a)).unwrap(),
+            simhash(&s.hashes(&a)).unwrap(),
+        );
+        assert_eq!(ha, hb);
+        let hc = simhash(&s.hashes(&b)).unwrap();
+        let hd = simhash(&s.hashes("completely different words in another order")).unwrap();
+        assert!((ha ^ hc).count_ones() < (ha ^ hd).count_ones());
+        assert_eq!(simhash(&[]), None);
+    }
+}

@@ -1,0 +1,171 @@
+//! `lsh_bands(signature, bands [, rows])`: the LSH band keys of a MinHash
+//! signature, one row per band (`band`, `key`). Two signatures that share a
+//! (`band`, `key`) row are a candidate pair; `rows` defaults to
+//! `num_perm / bands`, and `bands * rows` may not exceed `num_perm`.
+
+use std::ffi::c_int;
+use std::marker::PhantomData;
+
+use rusqlite::types::ValueRef;
+use rusqlite::vtab::{
+    eponymous_only_module, Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConnection,
+    VTabCursor,
+};
+use rusqlite::{ffi, Connection, Error, Result};
+
+use crate::sketch::Signature;
+use crate::sql::describe;
+
+const NAME: &str = "lsh_bands";
+const COL_SIGNATURE: c_int = 2;
+const COL_BANDS: c_int = 3;
+const COL_ROWS: c_int = 4;
+
+/// Registers the eponymous table-valued function `lsh_bands`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_module(NAME, eponymous_only_module::<LshBandsTab>(), None)
+}
+
+fn error(problem: &str, got: &str) -> Error {
+    Error::ModuleError(format!("{NAME}: {problem}, got {got}"))
+}
+
+#[repr(C)]
+struct LshBandsTab {
+    base: ffi::sqlite3_vtab,
+}
+
+unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
+    type Aux = ();
+    type Cursor = LshBandsCursor<'vtab>;
+
+    fn connect(
+        _db: &mut VTabConnection,
+        _aux: Option<&()>,
+        _args: &[&[u8]],
+    ) -> Result<(String, Self)> {
+        Ok((
+            "CREATE TABLE x(band INTEGER, key INTEGER, signature HIDDEN, bands HIDDEN, rows HIDDEN)".to_owned(),
+            LshBandsTab { base: ffi::sqlite3_vtab::default() },
+        ))
+    }
+
+    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
+        let mut argv: [Option<usize>; 3] = [None; 3];
+        for (i, c) in info.constraints().enumerate() {
+            let slot = match c.column() {
+                COL_SIGNATURE => 0,
+                COL_BANDS => 1,
+                COL_ROWS => 2,
+                _ => continue,
+            };
+            if !c.is_usable() || c.operator() != IndexConstraintOp::SQLITE_INDEX_CONSTRAINT_EQ {
+                info.set_estimated_cost(1e18);
+                return Ok(());
+            }
+            argv[slot] = Some(i);
+        }
+        let (mut mask, mut n) = (0, 0);
+        for (slot, c) in argv.iter().enumerate() {
+            if let Some(i) = c {
+                n += 1;
+                mask |= 1 << slot;
+                let mut usage = info.constraint_usage(*i);
+                usage.set_argv_index(n);
+                usage.set_omit(true);
+            }
+        }
+        info.set_idx_num(mask);
+        info.set_estimated_cost(if mask & 3 == 3 { 10.0 } else { 1e18 });
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<LshBandsCursor<'_>> {
+        Ok(LshBandsCursor {
+            base: ffi::sqlite3_vtab_cursor::default(),
+            keys: Vec::new(),
+            next: 0,
+            phantom: PhantomData,
+        })
+    }
+}
+
+#[repr(C)]
+struct LshBandsCursor<'vtab> {
+    base: ffi::sqlite3_vtab_cursor,
+    keys: Vec<i64>,
+    next: usize,
+    phantom: PhantomData<&'vtab LshBandsTab>,
+}
+
+/// The band keys of the constraint values, checked.
+fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
+    let mut values = args.iter();
+    let mut take = |bit: c_int| {
+        if idx_num & bit != 0 {
+            values.next()
+        } else {
+            None
+        }
+    };
+    let signature = match take(1) {
+        None | Some(ValueRef::Null) => return Ok(Vec::new()),
+        Some(ValueRef::Blob(b)) => {
+            Signature::parse(b).map_err(|e| error(&e, &format!("blob of {} bytes", b.len())))?
+        }
+        Some(other) => return Err(error("not a minhash signature", &describe(other))),
+    };
+    let positive = |v: Option<ValueRef<'_>>, name: &str| -> Result<Option<usize>> {
+        match v {
+            None | Some(ValueRef::Null) => Ok(None),
+            Some(ValueRef::Integer(i)) if i > 0 => Ok(Some(i as usize)),
+            Some(other) => Err(error(
+                &format!("{name} must be a positive integer"),
+                &describe(other),
+            )),
+        }
+    };
+    let Some(bands) = positive(take(2), "bands")? else {
+        return Err(error("bands is required", "NULL"));
+    };
+    let rows = positive(take(4), "rows")?.unwrap_or(signature.len() / bands);
+    if rows == 0 || bands.saturating_mul(rows) > signature.len() {
+        return Err(error(
+            &format!(
+                "bands * rows must be at most the signature's {} values",
+                signature.len()
+            ),
+            &format!("{bands} * {rows}"),
+        ));
+    }
+    Ok((0..bands).map(|b| signature.band_key(b, rows)).collect())
+}
+
+unsafe impl VTabCursor for LshBandsCursor<'_> {
+    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
+        self.keys = band_keys(idx_num, args)?;
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.next += 1;
+        Ok(())
+    }
+
+    fn eof(&self) -> bool {
+        self.next >= self.keys.len()
+    }
+
+    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
+        match i {
+            0 => ctx.set_result(&(self.next as i64)),
+            1 => ctx.set_result(&self.keys[self.next]),
+            _ => ctx.set_result(&rusqlite::types::Null),
+        }
+    }
+
+    fn rowid(&self) -> Result<i64> {
+        Ok(self.next as i64 + 1)
+    }
+}
