@@ -8,18 +8,17 @@ use std::marker::PhantomData;
 
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConnection,
-    VTabCursor,
+    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection, VTabCursor,
 };
 use rusqlite::{ffi, Connection, Error, Result};
 
+use super::{plan_arguments, planned_arguments};
 use crate::sketch::Signature;
 use crate::sql::describe;
 
 const NAME: &str = "lsh_bands";
+/// First of the hidden argument columns (signature, bands, rows).
 const COL_SIGNATURE: c_int = 2;
-const COL_BANDS: c_int = 3;
-const COL_ROWS: c_int = 4;
 
 /// Registers the eponymous table-valued function `lsh_bands`.
 pub fn register(db: &Connection) -> Result<()> {
@@ -51,33 +50,7 @@ unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        let mut argv: [Option<usize>; 3] = [None; 3];
-        for (i, c) in info.constraints().enumerate() {
-            let slot = match c.column() {
-                COL_SIGNATURE => 0,
-                COL_BANDS => 1,
-                COL_ROWS => 2,
-                _ => continue,
-            };
-            if !c.is_usable() || c.operator() != IndexConstraintOp::SQLITE_INDEX_CONSTRAINT_EQ {
-                info.set_estimated_cost(1e18);
-                return Ok(());
-            }
-            argv[slot] = Some(i);
-        }
-        let (mut mask, mut n) = (0, 0);
-        for (slot, c) in argv.iter().enumerate() {
-            if let Some(i) = c {
-                n += 1;
-                mask |= 1 << slot;
-                let mut usage = info.constraint_usage(*i);
-                usage.set_argv_index(n);
-                usage.set_omit(true);
-            }
-        }
-        info.set_idx_num(mask);
-        info.set_estimated_cost(if mask & 3 == 3 { 10.0 } else { 1e18 });
-        Ok(())
+        plan_arguments(info, COL_SIGNATURE, 3, 3, 10.0)
     }
 
     fn open(&mut self) -> Result<LshBandsCursor<'_>> {
@@ -100,15 +73,8 @@ struct LshBandsCursor<'vtab> {
 
 /// The band keys of the constraint values, checked.
 fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
-    let mut values = args.iter();
-    let mut take = |bit: c_int| {
-        if idx_num & bit != 0 {
-            values.next()
-        } else {
-            None
-        }
-    };
-    let signature = match take(1) {
+    let given = planned_arguments(idx_num, args, 3);
+    let signature = match given[0] {
         None | Some(ValueRef::Null) => return Ok(Vec::new()),
         Some(ValueRef::Blob(b)) => {
             Signature::parse(b).map_err(|e| error(&e, &format!("blob of {} bytes", b.len())))?
@@ -125,10 +91,10 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
             )),
         }
     };
-    let Some(bands) = positive(take(2), "bands")? else {
+    let Some(bands) = positive(given[1], "bands")? else {
         return Err(error("bands is required", "NULL"));
     };
-    let rows = positive(take(4), "rows")?.unwrap_or(signature.len() / bands);
+    let rows = positive(given[2], "rows")?.unwrap_or(signature.len() / bands);
     if rows == 0 || bands.saturating_mul(rows) > signature.len() {
         return Err(error(
             &format!(

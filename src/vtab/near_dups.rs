@@ -13,20 +13,20 @@ use std::sync::{Arc, Mutex};
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexConstraintOp, IndexInfo, VTab, VTabConfig,
-    VTabConnection, VTabCursor,
+    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
+    VTabCursor,
 };
 use rusqlite::{ffi, Connection, Error, Result};
 
+use super::{plan_arguments, planned_arguments};
 use crate::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
 use crate::sql::describe;
 
 const NAME: &str = "near_dups";
 /// Columns the input table or view must have.
 pub const INPUT_COLUMNS: [&str; 4] = ["pos", "id", "text", "rank"];
+/// First of the hidden argument columns (input, threshold, distance).
 const COL_INPUT: c_int = 4;
-const COL_THRESHOLD: c_int = 5;
-const COL_DISTANCE: c_int = 6;
 
 /// The counters of the last `near_dups` scan on a connection.
 pub type LastScan = Arc<Mutex<Option<ScanStats>>>;
@@ -90,35 +90,7 @@ unsafe impl<'vtab> VTab<'vtab> for NearDupsTab {
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        let mut argv: [Option<usize>; 3] = [None; 3];
-        for (i, c) in info.constraints().enumerate() {
-            let slot = match c.column() {
-                COL_INPUT => 0,
-                COL_THRESHOLD => 1,
-                COL_DISTANCE => 2,
-                _ => continue,
-            };
-            if !c.is_usable() || c.operator() != IndexConstraintOp::SQLITE_INDEX_CONSTRAINT_EQ {
-                // Arguments must be given; another plan may provide them.
-                info.set_estimated_cost(1e18);
-                return Ok(());
-            }
-            argv[slot] = Some(i);
-        }
-        let mut mask = 0;
-        let mut n = 0;
-        for (slot, c) in argv.iter().enumerate() {
-            if let Some(i) = c {
-                n += 1;
-                mask |= 1 << slot;
-                let mut usage = info.constraint_usage(*i);
-                usage.set_argv_index(n);
-                usage.set_omit(true);
-            }
-        }
-        info.set_idx_num(mask);
-        info.set_estimated_cost(if mask & 1 == 1 { 1e6 } else { 1e18 });
-        Ok(())
+        plan_arguments(info, COL_INPUT, 3, 1, 1e6)
     }
 
     fn open(&mut self) -> Result<NearDupsCursor<'_>> {
@@ -145,15 +117,8 @@ struct NearDupsCursor<'vtab> {
 
 /// The three arguments, checked, from the constraint values.
 fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
-    let mut values = args.iter();
-    let mut take = |bit: c_int| {
-        if idx_num & bit != 0 {
-            values.next()
-        } else {
-            None
-        }
-    };
-    let input = match take(1) {
+    let given = planned_arguments(idx_num, args, 3);
+    let input = match given[0] {
         Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec())
             .map_err(|_| error("input must be valid UTF-8", "invalid bytes"))?,
         Some(other) => {
@@ -164,7 +129,7 @@ fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
         }
         None => return Err(error("input table or view name is required", "no argument")),
     };
-    let threshold = match take(2) {
+    let threshold = match given[1] {
         None => 0.9,
         Some(ValueRef::Real(r)) => r,
         Some(ValueRef::Integer(i)) => i as f64,
@@ -175,7 +140,7 @@ fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
             ))
         }
     };
-    let distance = match take(4) {
+    let distance = match given[2] {
         None => 49,
         Some(ValueRef::Integer(i)) => i,
         Some(other) => {
