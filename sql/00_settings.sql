@@ -5,6 +5,11 @@
 -- Keys and defaults:
 --   threshold      0.9  near-duplicate when lev_ratio > threshold; 1.0 skips phase 4
 --   distance       50   reference meaning: compare each row with the next distance - 1 rows
+--   near_mode      'window'  phase 4 compares rows within distance in URL order (the
+--                       reference); 'lsh': any two rows of the table that share a
+--                       MinHash LSH band key (char 5-grams), verified by lev_ratio
+--   lsh_bands      32   'lsh' mode: bands of the signature (num_perm = bands * rows)
+--   lsh_rows       4    'lsh' mode: signature values per band
 --   discard_params 1    1: keep only lang/v query parameters; 0: keep all but tracking ones
 --   n_min          0    drop rows of domains with fewer surviving pages (0: keep all)
 --   url_options    ''   extra canonical_url options, e.g. 'strip_www,https'
@@ -55,19 +60,23 @@ WITH s AS (
     coalesce((SELECT value FROM dedup_settings WHERE key = 'distance'), 50) AS distance,
     coalesce((SELECT value FROM dedup_settings WHERE key = 'discard_params'), 1) AS discard_params,
     coalesce((SELECT value FROM dedup_settings WHERE key = 'n_min'), 0) AS n_min,
-    coalesce((SELECT value FROM dedup_settings WHERE key = 'url_options'), '') AS url_options
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'url_options'), '') AS url_options,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'near_mode'), 'window') AS near_mode,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'lsh_bands'), 32) AS lsh_bands,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'lsh_rows'), 4) AS lsh_rows
 )
 SELECT
   coalesce((SELECT max(run) FROM dedup_runs), 0) + 1 AS run,
   (SELECT count(*) FROM pages) AS rows_before,
   threshold, CAST(distance AS INTEGER) AS distance, discard_params, CAST(n_min AS INTEGER) AS n_min,
-  CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options
+  CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options,
+  near_mode, lsh_bands, lsh_rows
 FROM s, _dedup_check
 WHERE dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
-        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')),
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options', 'near_mode', 'lsh_bands', 'lsh_rows')),
         'dedup: unknown setting in dedup_settings, got '
         || (SELECT group_concat(quote(key)) FROM dedup_settings WHERE key NOT IN
-        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')))
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options', 'near_mode', 'lsh_bands', 'lsh_rows')))
   AND dedup_require(typeof(threshold) IN ('integer', 'real') AND threshold BETWEEN 0.0 AND 1.0,
         'dedup: threshold must be in [0.0, 1.0], got ' || quote(threshold))
   AND dedup_require(typeof(distance) = 'integer' AND distance >= 1,
@@ -78,6 +87,12 @@ WHERE dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
         'dedup: n_min must be a non-negative integer, got ' || quote(n_min))
   AND dedup_require(url_options IS NULL OR typeof(url_options) = 'text',
         'dedup: url_options must be text, got ' || quote(url_options))
+  AND dedup_require(near_mode IN ('window', 'lsh'),
+        'dedup: near_mode must be ''window'' or ''lsh'', got ' || quote(near_mode))
+  AND dedup_require(typeof(lsh_bands) = 'integer' AND typeof(lsh_rows) = 'integer'
+                    AND lsh_bands >= 1 AND lsh_rows >= 1 AND lsh_bands * lsh_rows <= 4096,
+        'dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got '
+        || quote(lsh_bands) || ' and ' || quote(lsh_rows))
   -- Rejects unknown canonical_url options before any work.
   AND canonical_url('http://x.org', CASE WHEN discard_params THEN '' ELSE 'keep_params,' END
         || coalesce(url_options, '')) IS NOT NULL;

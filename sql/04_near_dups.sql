@@ -1,4 +1,10 @@
--- Phase 4: near-duplicates in a window of the URL-sorted survivors.
+-- Phase 4: near-duplicates among the survivors, by one of two modes:
+--   'window' (default, the reference): each row against the next distance - 1
+--            rows in URL order, with near_dups;
+--   'lsh':   each row against every later row (URL order) that shares a
+--            MinHash LSH band key with it, with near_dups_among: the same
+--            election as an unbounded window, restricted to candidate pairs,
+--            each verified by lev_ratio (no false positives).
 -- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
@@ -39,7 +45,9 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
          ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, url ASC
        ) AS rank
-FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
+FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders
+      -- Placeholders keep window slots; the 'lsh' mode has no windows.
+      WHERE (SELECT near_mode FROM _dedup_run) = 'window')
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
 -- The texts are read from pages as the scan reaches them, not copied.
@@ -52,7 +60,31 @@ SELECT i.pos, i.id, i.rank,
        END AS text
 FROM _dedup_near_input AS i;
 
+-- 'lsh' mode: band keys of every row's signature (char 5-grams,
+-- lsh_bands * lsh_rows permutations); rows sharing a key are candidates.
+-- Only the keys are kept: memory and temp storage hold the band table, not
+-- the texts.
+DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
+CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
+INSERT INTO _dedup_lsh_bands
+SELECT b.band, b.key, t.id
+FROM _dedup_run AS r
+JOIN _dedup_near_texts AS t
+JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
+WHERE r.near_mode = 'lsh';
+CREATE INDEX temp._dedup_lsh_bands_key ON _dedup_lsh_bands (band, key, id);
+CREATE TEMP TABLE _dedup_lsh_pairs AS
+SELECT DISTINCT x.id AS a, y.id AS b
+FROM _dedup_lsh_bands AS x
+JOIN _dedup_lsh_bands AS y ON y.band = x.band AND y.key = x.key AND y.id > x.id;
+
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
 SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n;
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n
+WHERE r.near_mode = 'window'
+UNION ALL
+SELECT n.id, n.survivor, n.anchor, n.ratio
+FROM _dedup_run AS r, near_dups_among('_dedup_near_texts', '_dedup_lsh_pairs', r.threshold) AS n
+WHERE r.near_mode = 'lsh';

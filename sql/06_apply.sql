@@ -82,7 +82,8 @@ WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND EXISTS (SELECT 1 FROM _dedup_
 INSERT INTO dedup_runs (run, finished, rows_before, rows_after, settings)
 SELECT r.run, datetime('now'), r.rows_before, (SELECT count(*) FROM pages),
        json_object('threshold', r.threshold, 'distance', r.distance,
-                   'discard_params', r.discard_params, 'n_min', r.n_min, 'url_options', r.url_options)
+                   'discard_params', r.discard_params, 'n_min', r.n_min, 'url_options', r.url_options,
+                   'near_mode', r.near_mode, 'lsh_bands', r.lsh_bands, 'lsh_rows', r.lsh_rows)
 FROM _dedup_run AS r
 WHERE EXISTS (SELECT 1 FROM _dedup_archived);
 
@@ -100,6 +101,8 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
+DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 DROP TABLE IF EXISTS temp._dedup_exact_winners;

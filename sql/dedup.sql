@@ -10,6 +10,11 @@ BEGIN;
 -- Keys and defaults:
 --   threshold      0.9  near-duplicate when lev_ratio > threshold; 1.0 skips phase 4
 --   distance       50   reference meaning: compare each row with the next distance - 1 rows
+--   near_mode      'window'  phase 4 compares rows within distance in URL order (the
+--                       reference); 'lsh': any two rows of the table that share a
+--                       MinHash LSH band key (char 5-grams), verified by lev_ratio
+--   lsh_bands      32   'lsh' mode: bands of the signature (num_perm = bands * rows)
+--   lsh_rows       4    'lsh' mode: signature values per band
 --   discard_params 1    1: keep only lang/v query parameters; 0: keep all but tracking ones
 --   n_min          0    drop rows of domains with fewer surviving pages (0: keep all)
 --   url_options    ''   extra canonical_url options, e.g. 'strip_www,https'
@@ -60,19 +65,23 @@ WITH s AS (
     coalesce((SELECT value FROM dedup_settings WHERE key = 'distance'), 50) AS distance,
     coalesce((SELECT value FROM dedup_settings WHERE key = 'discard_params'), 1) AS discard_params,
     coalesce((SELECT value FROM dedup_settings WHERE key = 'n_min'), 0) AS n_min,
-    coalesce((SELECT value FROM dedup_settings WHERE key = 'url_options'), '') AS url_options
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'url_options'), '') AS url_options,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'near_mode'), 'window') AS near_mode,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'lsh_bands'), 32) AS lsh_bands,
+    coalesce((SELECT value FROM dedup_settings WHERE key = 'lsh_rows'), 4) AS lsh_rows
 )
 SELECT
   coalesce((SELECT max(run) FROM dedup_runs), 0) + 1 AS run,
   (SELECT count(*) FROM pages) AS rows_before,
   threshold, CAST(distance AS INTEGER) AS distance, discard_params, CAST(n_min AS INTEGER) AS n_min,
-  CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options
+  CASE WHEN discard_params THEN '' ELSE 'keep_params,' END || coalesce(url_options, '') AS url_options,
+  near_mode, lsh_bands, lsh_rows
 FROM s, _dedup_check
 WHERE dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
-        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')),
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options', 'near_mode', 'lsh_bands', 'lsh_rows')),
         'dedup: unknown setting in dedup_settings, got '
         || (SELECT group_concat(quote(key)) FROM dedup_settings WHERE key NOT IN
-        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options')))
+        ('threshold', 'distance', 'discard_params', 'n_min', 'url_options', 'near_mode', 'lsh_bands', 'lsh_rows')))
   AND dedup_require(typeof(threshold) IN ('integer', 'real') AND threshold BETWEEN 0.0 AND 1.0,
         'dedup: threshold must be in [0.0, 1.0], got ' || quote(threshold))
   AND dedup_require(typeof(distance) = 'integer' AND distance >= 1,
@@ -83,6 +92,12 @@ WHERE dedup_require(NOT EXISTS (SELECT 1 FROM dedup_settings WHERE key NOT IN
         'dedup: n_min must be a non-negative integer, got ' || quote(n_min))
   AND dedup_require(url_options IS NULL OR typeof(url_options) = 'text',
         'dedup: url_options must be text, got ' || quote(url_options))
+  AND dedup_require(near_mode IN ('window', 'lsh'),
+        'dedup: near_mode must be ''window'' or ''lsh'', got ' || quote(near_mode))
+  AND dedup_require(typeof(lsh_bands) = 'integer' AND typeof(lsh_rows) = 'integer'
+                    AND lsh_bands >= 1 AND lsh_rows >= 1 AND lsh_bands * lsh_rows <= 4096,
+        'dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got '
+        || quote(lsh_bands) || ' and ' || quote(lsh_rows))
   -- Rejects unknown canonical_url options before any work.
   AND canonical_url('http://x.org', CASE WHEN discard_params THEN '' ELSE 'keep_params,' END
         || coalesce(url_options, '')) IS NOT NULL;
@@ -185,7 +200,13 @@ JOIN _dedup_url_ranked AS u ON u.source_rowid = p.source_rowid AND u.survivor = 
 WHERE p.content_hash IS NULL;
 
 -- ===== 04_near_dups.sql =====
--- Phase 4: near-duplicates in a window of the URL-sorted survivors.
+-- Phase 4: near-duplicates among the survivors, by one of two modes:
+--   'window' (default, the reference): each row against the next distance - 1
+--            rows in URL order, with near_dups;
+--   'lsh':   each row against every later row (URL order) that shares a
+--            MinHash LSH band key with it, with near_dups_among: the same
+--            election as an unbounded window, restricted to candidate pairs,
+--            each verified by lev_ratio (no false positives).
 -- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
@@ -226,7 +247,9 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
          ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, url ASC
        ) AS rank
-FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
+FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders
+      -- Placeholders keep window slots; the 'lsh' mode has no windows.
+      WHERE (SELECT near_mode FROM _dedup_run) = 'window')
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
 -- The texts are read from pages as the scan reaches them, not copied.
@@ -239,10 +262,34 @@ SELECT i.pos, i.id, i.rank,
        END AS text
 FROM _dedup_near_input AS i;
 
+-- 'lsh' mode: band keys of every row's signature (char 5-grams,
+-- lsh_bands * lsh_rows permutations); rows sharing a key are candidates.
+-- Only the keys are kept: memory and temp storage hold the band table, not
+-- the texts.
+DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
+CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
+INSERT INTO _dedup_lsh_bands
+SELECT b.band, b.key, t.id
+FROM _dedup_run AS r
+JOIN _dedup_near_texts AS t
+JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
+WHERE r.near_mode = 'lsh';
+CREATE INDEX temp._dedup_lsh_bands_key ON _dedup_lsh_bands (band, key, id);
+CREATE TEMP TABLE _dedup_lsh_pairs AS
+SELECT DISTINCT x.id AS a, y.id AS b
+FROM _dedup_lsh_bands AS x
+JOIN _dedup_lsh_bands AS y ON y.band = x.band AND y.key = x.key AND y.id > x.id;
+
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
 SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n;
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n
+WHERE r.near_mode = 'window'
+UNION ALL
+SELECT n.id, n.survivor, n.anchor, n.ratio
+FROM _dedup_run AS r, near_dups_among('_dedup_near_texts', '_dedup_lsh_pairs', r.threshold) AS n
+WHERE r.near_mode = 'lsh';
 
 -- ===== 05_domains.sql =====
 -- Phase 5: domain frequencies of the survivors, and the optional n_min
@@ -351,7 +398,8 @@ WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND EXISTS (SELECT 1 FROM _dedup_
 INSERT INTO dedup_runs (run, finished, rows_before, rows_after, settings)
 SELECT r.run, datetime('now'), r.rows_before, (SELECT count(*) FROM pages),
        json_object('threshold', r.threshold, 'distance', r.distance,
-                   'discard_params', r.discard_params, 'n_min', r.n_min, 'url_options', r.url_options)
+                   'discard_params', r.discard_params, 'n_min', r.n_min, 'url_options', r.url_options,
+                   'near_mode', r.near_mode, 'lsh_bands', r.lsh_bands, 'lsh_rows', r.lsh_rows)
 FROM _dedup_run AS r
 WHERE EXISTS (SELECT 1 FROM _dedup_archived);
 
@@ -369,6 +417,8 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
+DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 DROP TABLE IF EXISTS temp._dedup_exact_winners;

@@ -168,6 +168,79 @@ pub fn scan<E>(
     Ok((removed, stats))
 }
 
+/// Runs the same election over candidate pairs instead of a window: `rows`
+/// (`id`, `rank`) are in scan order and each live row is compared with the
+/// live rows after it that a pair of `pairs` (indices into `rows`, either
+/// order, repeats allowed) joins it to. With every pair within `distance`
+/// rows this is [`scan`]; with every pair of the table it is the window scan
+/// with an unbounded window. Texts are read on demand, a group at a time,
+/// through `text` (index -> text, `None` for a placeholder), so memory holds
+/// the pairs and one group's texts, not the table.
+pub fn scan_pairs<E>(
+    rows: &[(i64, i64)],
+    pairs: &[(usize, usize)],
+    threshold: f64,
+    mut text: impl FnMut(usize) -> Result<Option<String>, E>,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    let mut ahead: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
+    for &(a, b) in pairs {
+        if a != b {
+            ahead[a.min(b)].push(a.max(b));
+        }
+    }
+    let mut alive = vec![true; rows.len()];
+    let mut stats = ScanStats {
+        rows: rows.len() as u64,
+        ..ScanStats::default()
+    };
+    let mut removed = Vec::new();
+    for i in 0..rows.len() {
+        if !alive[i] || ahead[i].is_empty() {
+            continue;
+        }
+        let mut later = std::mem::take(&mut ahead[i]);
+        later.sort_unstable();
+        later.dedup();
+        later.retain(|&j| alive[j]);
+        if later.is_empty() {
+            continue;
+        }
+        let mut load = |k: usize| -> Result<Option<Prepared>, E> {
+            let (id, rank) = rows[k];
+            Ok(text(k)?.map(|text| {
+                Prepared::new(
+                    ScanRow {
+                        id,
+                        rank,
+                        text: Some(text),
+                    },
+                    k as u64,
+                )
+            }))
+        };
+        let Some(anchor) = load(i)? else {
+            alive[i] = false;
+            continue;
+        };
+        let mut group = VecDeque::with_capacity(later.len() + 1);
+        group.push_back(anchor);
+        for j in later {
+            match load(j)? {
+                Some(row) => group.push_back(row),
+                None => alive[j] = false,
+            }
+        }
+        let near = near_rows(&group, threshold, &mut stats);
+        if !near.is_empty() {
+            elect(&mut group, &near, &mut removed);
+            for row in group.iter().filter(|r| !r.alive) {
+                alive[row.position as usize] = false;
+            }
+        }
+    }
+    Ok((removed, stats))
+}
+
 /// Indices (into the window) and ratios of the live rows near the anchor.
 fn near_rows(
     window: &VecDeque<Prepared>,
@@ -396,6 +469,89 @@ mod tests {
             "distance must be a non-negative integer, got -1"
         );
         assert!(validate(1.0, 0).is_ok());
+    }
+
+    fn pair_rows(texts: &[(&str, i64)]) -> Vec<(i64, i64)> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, (_, rank))| (i as i64 + 1, *rank))
+            .collect()
+    }
+
+    fn scan_texts_by_pairs(
+        texts: &[(&str, i64)],
+        pairs: &[(usize, usize)],
+        threshold: f64,
+    ) -> (Vec<Removal>, ScanStats) {
+        scan_pairs(&pair_rows(texts), pairs, threshold, |k| {
+            Ok::<_, ()>(Some(texts[k].0.to_string()))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn pairs_reach_rows_any_distance_apart() {
+        let texts = [
+            ("syndicated article text", 1),
+            ("unrelated words", 0),
+            ("another page", 0),
+            ("syndicated article text!", 0),
+        ];
+        assert!(removed_ids(&texts, 0.9, 2).is_empty());
+        let (removed, stats) = scan_texts_by_pairs(&texts, &[(3, 0), (0, 3), (1, 2)], 0.9);
+        assert_eq!(
+            removed,
+            vec![Removal {
+                id: 1,
+                survivor: 4,
+                anchor: 1,
+                ratio: lev_ratio(texts[0].0, texts[3].0)
+            }]
+        );
+        // The repeated pair is compared once; the unrelated pair is rejected.
+        assert_eq!((stats.pairs, stats.matches), (2, 1));
+    }
+
+    #[test]
+    fn pairs_skip_placeholders_and_removed_rows_and_pass_errors_on() {
+        let rows = [(1, 0), (2, 1), (3, 2)];
+        let texts = [Some("same text"), None, Some("same text")];
+        let mut reads = Vec::new();
+        let (removed, stats) = scan_pairs(&rows, &[(0, 1), (1, 2), (0, 2)], 0.9, |k| {
+            reads.push(k);
+            Ok::<_, ()>(texts[k].map(String::from))
+        })
+        .unwrap();
+        assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
+        assert_eq!(stats.pairs, 1);
+        // Row 2 (index 1) is a placeholder: read once, never compared again.
+        assert_eq!(reads, vec![0, 1, 2]);
+        let failing = scan_pairs(&rows, &[(0, 2)], 0.9, |_| {
+            Err::<Option<String>, _>("interrupted")
+        });
+        assert_eq!(failing.unwrap_err(), "interrupted");
+    }
+
+    proptest! {
+        #[test]
+        fn pairs_within_the_distance_give_the_window_scan(
+            texts in proptest::collection::vec(("[ab]{0,3}[a-c]{0,6}", 0i64..4), 0..14),
+            threshold in prop_oneof![Just(0.5), Just(0.6), Just(0.75), Just(0.8), Just(0.9)],
+            distance in 0usize..16,
+        ) {
+            let texts: Vec<(&str, i64)> = texts.iter().map(|(t, r)| (t.as_str(), *r)).collect();
+            let n = texts.len();
+            // Listed from the far end, both orders: the scan must not depend on it.
+            let pairs: Vec<(usize, usize)> = (0..n)
+                .flat_map(|i| (i + 1..n.min(i + distance + 1)).map(move |j| (j, i)))
+                .rev()
+                .chain((0..n).filter(|i| i % 3 == 0).map(|i| (i, n.min(i + distance + 1) - 1)))
+                .filter(|(a, b)| a != b)
+                .collect();
+            let expected = scan(rows(&texts), threshold, distance).unwrap().0;
+            prop_assert_eq!(scan_texts_by_pairs(&texts, &pairs, threshold).0, expected);
+        }
     }
 
     proptest! {

@@ -65,7 +65,7 @@ fn register_adds_exactly_these_functions_and_modules() {
         .into_iter()
         .filter(|n| !before.contains(n))
         .collect();
-    assert_eq!(added, ["lsh_bands", "near_dups"]);
+    assert_eq!(added, ["lsh_bands", "near_dups", "near_dups_among"]);
 }
 
 #[test]
@@ -319,6 +319,84 @@ fn near_dups_errors() {
         err(&db, "SELECT * FROM near_dups"),
         "near_dups: input table or view name is required, got no argument"
     );
+}
+
+#[test]
+fn near_dups_among_elects_over_candidate_pairs_whatever_their_distance() {
+    let db = db();
+    db.execute_batch(
+        "CREATE TABLE t(pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
+         INSERT INTO t VALUES (1, 10, 'the quick brown fox', 2), (2, 20, 'unrelated text', 1),
+                              (3, 30, 'more unrelated words', 3), (4, 40, 'the quick brown fix', 1),
+                              (5, 50, NULL, 0);
+         CREATE TABLE p(a, b);
+         INSERT INTO p VALUES (40, 10), (10, 40), (20, 30), (50, 10);",
+    )
+    .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, i64, i64, f64)> {
+        let mut s = db.prepare(sql).unwrap();
+        let v = s
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        v
+    };
+    // 10 and 40 are three rows apart: a window of 2 misses them.
+    assert!(rows("SELECT id, survivor, anchor, ratio FROM near_dups('t', 0.8, 2)").is_empty());
+    // The pair joins them; 40 wins on rank. 50 is a placeholder (NULL text).
+    let r = 1.0 - 2.0 / 38.0;
+    assert_eq!(
+        rows("SELECT id, survivor, anchor, ratio FROM near_dups_among('t', 'p', 0.8)"),
+        vec![(10, 40, 10, r)]
+    );
+    // The repeated pair is compared once. 20-30 (14 and 20 characters) is
+    // within the length bound at 0.8 (indel distance 6 allowed of 34) but
+    // not the letter-count bound.
+    assert_eq!(
+        one::<String>(&db, "SELECT near_dups_stats()").unwrap(),
+        r#"{"rows":5,"pairs":2,"rejected_by_length":0,"rejected_by_histogram":1,"levenshtein":1,"matches":1}"#
+    );
+    // The default threshold is 0.9, which this pair (0.947) passes too.
+    assert_eq!(
+        rows("SELECT * FROM near_dups_among('t', 'p')"),
+        vec![(10, 40, 10, r)]
+    );
+    // Every pair of the table gives the unbounded window.
+    db.execute_batch(
+        "CREATE TABLE all_pairs AS SELECT x.id AS a, y.id AS b FROM t x, t y WHERE x.id < y.id",
+    )
+    .unwrap();
+    assert_eq!(
+        rows("SELECT * FROM near_dups_among('t', 'all_pairs', 0.8)"),
+        rows("SELECT * FROM near_dups('t', 0.8, 1000)")
+    );
+}
+
+#[test]
+fn near_dups_among_errors() {
+    let db = db();
+    db.execute_batch(
+        "CREATE TABLE t(pos, id, text, rank); INSERT INTO t VALUES (1, 1, 'a', 0), (2, 2, 'b', 0);
+         CREATE TABLE p(a, b); INSERT INTO p VALUES (1, 3);
+         CREATE TABLE q(a, c);
+         CREATE TABLE n(a, b); INSERT INTO n VALUES (1, NULL);
+         CREATE TABLE d(pos, id, text, rank); INSERT INTO d VALUES (1, 1, 'a', 0), (2, 1, 'b', 0);",
+    )
+    .unwrap();
+    for (sql, message) in [
+        ("SELECT * FROM near_dups_among('t', 'p', 1.5)", "near_dups_among: threshold must be in [0.0, 1.0], got 1.5"),
+        ("SELECT * FROM near_dups_among('t', 'p', 'x')", "near_dups_among: threshold must be a number in [0.0, 1.0], got text 'x'"),
+        ("SELECT * FROM near_dups_among('t')", "near_dups_among: pairs table or view name is required, got no argument"),
+        ("SELECT * FROM near_dups_among('t', 'nope')", "near_dups_among: pairs must be the name of a table or view, got 'nope'"),
+        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among: pairs must have columns a, b (missing b), got 'q'"),
+        ("SELECT * FROM near_dups_among('p', 't')", "near_dups_among: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'p'"),
+        ("SELECT * FROM near_dups_among('t', 'p')", "near_dups_among: pairs in 'p' must join ids of 't', got id 3"),
+        ("SELECT * FROM near_dups_among('t', 'n')", "near_dups_among: b in 'n' must be an integer, got NULL"),
+        ("SELECT * FROM near_dups_among('d', 'n')", "near_dups_among: id in 'd' must be unique, got id 1 twice"),
+    ] {
+        assert_eq!(err(&db, sql), message, "{sql}");
+    }
 }
 
 #[test]

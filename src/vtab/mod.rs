@@ -2,12 +2,127 @@
 
 pub mod lsh_bands;
 pub mod near_dups;
+pub mod near_dups_among;
 
 use std::ffi::c_int;
 
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{Filters, IndexConstraintOp, IndexInfo};
-use rusqlite::{Connection, Result};
+use rusqlite::{Connection, Error, Result};
+
+use crate::sql::describe;
+
+/// A table-valued function's error: `name: problem, got got`.
+pub(crate) fn error(name: &str, problem: &str, got: &str) -> Error {
+    Error::ModuleError(format!("{name}: {problem}, got {got}"))
+}
+
+/// `name` quoted as an SQL identifier.
+pub(crate) fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The table or view name given as argument `what` of function `name`.
+pub(crate) fn table_argument(
+    name: &str,
+    what: &str,
+    value: Option<ValueRef<'_>>,
+) -> Result<String> {
+    match value {
+        Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec()).map_err(|_| {
+            error(
+                name,
+                &format!("{what} must be valid UTF-8"),
+                "invalid bytes",
+            )
+        }),
+        Some(other) => Err(error(
+            name,
+            &format!("{what} must be the name of a table or view"),
+            &describe(other),
+        )),
+        None => Err(error(
+            name,
+            &format!("{what} table or view name is required"),
+            "no argument",
+        )),
+    }
+}
+
+/// The threshold argument of function `name`: a number, 0.9 when not given
+/// (the range is checked by [`crate::near_dups::validate`]).
+pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
+    match value {
+        None => Ok(0.9),
+        Some(ValueRef::Real(r)) => Ok(r),
+        Some(ValueRef::Integer(i)) => Ok(i as f64),
+        Some(other) => Err(error(
+            name,
+            "threshold must be a number in [0.0, 1.0]",
+            &describe(other),
+        )),
+    }
+}
+
+/// Checks that `table`, argument `what` of function `name`, is a table or
+/// view with `columns`.
+pub(crate) fn require_columns(
+    db: &Connection,
+    name: &str,
+    what: &str,
+    table: &str,
+    columns: &[&str],
+) -> Result<()> {
+    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
+    let have: Vec<String> = stmt
+        .query_map([table], |r| r.get(0))?
+        .collect::<Result<_>>()?;
+    let got = format!("'{table}'");
+    if have.is_empty() {
+        return Err(error(
+            name,
+            &format!("{what} must be the name of a table or view"),
+            &got,
+        ));
+    }
+    let missing: Vec<&str> = columns
+        .iter()
+        .copied()
+        .filter(|c| !have.iter().any(|h| h == c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(error(
+            name,
+            &format!(
+                "{what} must have columns {} (missing {})",
+                columns.join(", "),
+                missing.join(", ")
+            ),
+            &got,
+        ));
+    }
+    Ok(())
+}
+
+/// A `text` column value: `Some` for TEXT, `None` for NULL (a placeholder),
+/// an error naming the row `id` otherwise.
+pub(crate) fn text_value(name: &str, value: ValueRef<'_>, id: i64) -> Result<Option<String>> {
+    match value {
+        ValueRef::Text(t) => String::from_utf8(t.to_vec()).map(Some).map_err(|_| {
+            error(
+                name,
+                "text must be valid UTF-8",
+                &format!("invalid text in row id {id}"),
+            )
+        }),
+        ValueRef::Null => Ok(None),
+        other => Err(error(
+            name,
+            "text must be TEXT",
+            &format!("{} in row id {id}", describe(other)),
+        )),
+    }
+}
 
 /// Plans a table-valued function whose `count` hidden argument columns
 /// start at column `first`: each `=` constraint on argument `k` is passed to
@@ -77,6 +192,8 @@ pub(crate) fn planned_arguments<'a>(
 
 /// Registers the extension's table-valued functions on `db`.
 pub fn register(db: &Connection) -> Result<()> {
-    near_dups::register(db)?;
+    let last = near_dups::LastScan::default();
+    near_dups::register(db, last.clone())?;
+    near_dups_among::register(db, last)?;
     lsh_bands::register(db)
 }

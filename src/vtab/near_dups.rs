@@ -18,7 +18,10 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Error, Result};
 
-use super::{plan_arguments, planned_arguments};
+use super::{
+    error, plan_arguments, planned_arguments, quote_identifier, require_columns, table_argument,
+    text_value, threshold_argument,
+};
 use crate::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
 use crate::sql::describe;
 
@@ -34,8 +37,7 @@ pub type LastScan = Arc<Mutex<Option<ScanStats>>>;
 /// Registers the eponymous table-valued function `near_dups`, and
 /// `near_dups_stats()`: the counters of the last scan on this connection as
 /// JSON, or NULL before the first scan.
-pub fn register(db: &Connection) -> Result<()> {
-    let last: LastScan = Arc::default();
+pub fn register(db: &Connection, last: LastScan) -> Result<()> {
     db.create_module(
         NAME,
         eponymous_only_module::<NearDupsTab>(),
@@ -48,14 +50,10 @@ pub fn register(db: &Connection) -> Result<()> {
         move |_ctx| {
             let stats = last
                 .lock()
-                .map_err(|_| error("stats unavailable", "a poisoned lock"))?;
+                .map_err(|_| error(NAME, "stats unavailable", "a poisoned lock"))?;
             Ok(stats.as_ref().map(ScanStats::to_json))
         },
     )
-}
-
-fn error(problem: &str, got: &str) -> Error {
-    Error::ModuleError(format!("{NAME}: {problem}, got {got}"))
 }
 
 #[repr(C)]
@@ -118,33 +116,14 @@ struct NearDupsCursor<'vtab> {
 /// The three arguments, checked, from the constraint values.
 fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
     let given = planned_arguments(idx_num, args, 3);
-    let input = match given[0] {
-        Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec())
-            .map_err(|_| error("input must be valid UTF-8", "invalid bytes"))?,
-        Some(other) => {
-            return Err(error(
-                "input must be the name of a table or view",
-                &describe(other),
-            ))
-        }
-        None => return Err(error("input table or view name is required", "no argument")),
-    };
-    let threshold = match given[1] {
-        None => 0.9,
-        Some(ValueRef::Real(r)) => r,
-        Some(ValueRef::Integer(i)) => i as f64,
-        Some(other) => {
-            return Err(error(
-                "threshold must be a number in [0.0, 1.0]",
-                &describe(other),
-            ))
-        }
-    };
+    let input = table_argument(NAME, "input", given[0])?;
+    let threshold = threshold_argument(NAME, given[1])?;
     let distance = match given[2] {
         None => 49,
         Some(ValueRef::Integer(i)) => i,
         Some(other) => {
             return Err(error(
+                NAME,
                 "distance must be a non-negative integer",
                 &describe(other),
             ))
@@ -154,61 +133,12 @@ fn arguments(idx_num: c_int, args: &Filters<'_>) -> Result<(String, f64, i64)> {
     Ok((input, threshold, distance))
 }
 
-fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// Checks that `input` is a table or view with the required columns.
-fn check_input(db: &Connection, input: &str) -> Result<()> {
-    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
-    let columns: Vec<String> = stmt
-        .query_map([input], |r| r.get(0))?
-        .collect::<Result<_>>()?;
-    if columns.is_empty() {
-        return Err(error(
-            "input must be the name of a table or view",
-            &format!("'{input}'"),
-        ));
-    }
-    let missing: Vec<&str> = INPUT_COLUMNS
-        .iter()
-        .copied()
-        .filter(|c| !columns.iter().any(|have| have == c))
-        .collect();
-    if !missing.is_empty() {
-        return Err(error(
-            &format!(
-                "input must have columns {} (missing {})",
-                INPUT_COLUMNS.join(", "),
-                missing.join(", ")
-            ),
-            &format!("'{input}'"),
-        ));
-    }
-    Ok(())
-}
-
 fn read_row(row: &rusqlite::Row<'_>) -> Result<ScanRow> {
     let id: i64 = row.get(0)?;
-    let text = match row.get_ref(1)? {
-        ValueRef::Text(t) => Some(String::from_utf8(t.to_vec()).map_err(|_| {
-            error(
-                "text must be valid UTF-8",
-                &format!("invalid text in row id {id}"),
-            )
-        })?),
-        ValueRef::Null => None,
-        other => {
-            return Err(error(
-                "text must be TEXT",
-                &format!("{} in row id {id}", describe(other)),
-            ))
-        }
-    };
     Ok(ScanRow {
         id,
         rank: row.get(2)?,
-        text,
+        text: text_value(NAME, row.get_ref(1)?, id)?,
     })
 }
 
@@ -217,7 +147,7 @@ unsafe impl VTabCursor for NearDupsCursor<'_> {
         let (input, threshold, distance) = arguments(idx_num, args)?;
         // A non-owning handle on the connection that runs this query.
         let db = unsafe { Connection::from_handle(self.db) }?;
-        check_input(&db, &input)?;
+        require_columns(&db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let sql = format!(
             "SELECT id, text, rank FROM {} ORDER BY pos",
             quote_identifier(&input)

@@ -42,11 +42,13 @@ def external(r):
     return 1 if r["category"] == "external" else 0
 
 
-def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True):
+def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True, pairs=None):
     """rows: dicts with rowid, url (canonical or None), domain, content_hash,
     datetime, crawled, length, category, parsed. Returns surviving rowids.
     score_cutoff=False computes every full ratio, as the reference does (the
-    same decisions, at the reference's cost: for benchmarks)."""
+    same decisions, at the reference's cost: for benchmarks). distance=None
+    makes the window unbounded; pairs (a set of (rowid, rowid), either order)
+    then limits the comparisons to those pairs (the 'lsh' mode's candidates)."""
     prepared = [dict(r, length=r["length"] or None) for r in rows if r["url"] is not None]
     # Phase 2: _ELECTION_ORDER_URL per canonical URL.
     by_url = {}
@@ -79,7 +81,17 @@ def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True):
         for i in range(n):
             if not keep[i]:
                 continue
-            live = [j for j in range(i + 1, min(n, i + distance)) if keep[j]]
+            end = n if distance is None else min(n, i + distance)
+            live = [j for j in range(i + 1, end) if keep[j]]
+            if pairs is not None:
+                a = elements[i]["rowid"]
+                live = [j for j in live if (a, elements[j]["rowid"]) in pairs
+                        or (elements[j]["rowid"], a) in pairs]
+            if distance is None:
+                # ratio > t needs |la - lb| <= (1 - t)(la + lb): skip the rest.
+                la = len(elements[i]["parsed"])
+                live = [j for j in live
+                        if abs(la - len(elements[j]["parsed"])) <= (1 - threshold) * (la + len(elements[j]["parsed"]))]
             near = [j for j in live
                     if Levenshtein.ratio(elements[i]["parsed"], elements[j]["parsed"],
                                          score_cutoff=threshold if score_cutoff else None) > threshold]

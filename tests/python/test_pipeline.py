@@ -1,5 +1,6 @@
 """The sql/ pipeline on the real-text corpus: parity with the reference's
 outputs, nothing lost, nothing half-done."""
+import json
 import os
 import signal
 import sqlite3
@@ -137,6 +138,69 @@ def test_a_second_run_removes_nothing(tmp_path):
     assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2").fetchone()[0] == 0
 
 
+def run_lsh(tmp_path, **settings):
+    """The pipeline in 'lsh' mode; returns the connection and the candidate
+    pairs (rowids) phase 4 saw."""
+    conn = P.connect(P.copy_corpus(tmp_path))
+    P.set_settings(conn, near_mode="lsh", **settings)
+    seen = {}
+    P.run_phases(conn, before={"05_domains.sql": lambda c: seen.update(
+        pairs=set(c.execute("SELECT a, b FROM _dedup_lsh_pairs")))})
+    return conn, seen["pairs"]
+
+
+def near_removed(conn, run=1):
+    return {r[0]: r[1:] for r in conn.execute(
+        "SELECT dedup_rowid, dedup_survivor, dedup_ratio FROM dedup_removed WHERE dedup_phase = 4 AND dedup_run = ?",
+        (run,))}
+
+
+def test_lsh_mode_is_the_unbounded_window_over_its_candidate_pairs(tmp_path):
+    import Levenshtein
+    conn, pairs = run_lsh(tmp_path)
+    survivors = set(P.surviving(conn))
+    original = P.connect(os.path.join(P.CORPUS, "parity-5k.db"))
+    rows = model_rows(original, {})
+    # The election: the reference's scan with an unbounded window, limited
+    # to the candidate pairs, computed independently with python-Levenshtein.
+    assert survivors == reference_model.run(rows, distance=None, pairs=pairs)
+    # (That model removes a row only on a python-Levenshtein ratio > 0.9
+    # with its group's anchor: precision 1.0.)
+    removed = near_removed(conn)
+    assert len(removed) > 450 and all(ratio > 0.9 for _, ratio in removed.values())
+    texts = dict(original.execute("SELECT rowid, parsed FROM pages"))
+    # Recall: against the exact unbounded window (every pair compared), LSH
+    # misses few removals, and only pairs close to the threshold.
+    exact = reference_model.run(rows, distance=None)
+    missed = survivors - exact
+    assert len(missed) <= len(removed) // 100, missed
+    for rowid in missed:
+        best = max(Levenshtein.ratio(texts[rowid], texts[s]) for s in exact if texts[s])
+        assert 0.9 < best < 0.92, (rowid, best)
+
+
+def test_lsh_mode_finds_cross_domain_copies_out_of_the_windows_reach(tmp_path):
+    (tmp_path / "w").mkdir()
+    window = P.connect(P.copy_corpus(tmp_path / "w"))
+    P.run_phases(window)
+    lsh, _ = run_lsh(tmp_path)
+    domains = dict(lsh.execute("SELECT dedup_rowid, url_domain(url) FROM dedup_removed"))
+    domains.update(lsh.execute("SELECT rowid, url_domain(url) FROM pages"))
+    only_lsh = set(near_removed(lsh)) - set(near_removed(window))
+    cross = {r for r, (s, _) in near_removed(lsh).items() if domains[r] != domains[s]}
+    assert len(cross & only_lsh) >= 20
+
+
+def test_lsh_mode_second_run_removes_nothing(tmp_path):
+    conn, _ = run_lsh(tmp_path)
+    first = P.surviving(conn)
+    P.run_phases(conn)
+    assert P.surviving(conn) == first
+    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2").fetchone()[0] == 0
+    settings = json.loads(conn.execute("SELECT settings FROM dedup_runs WHERE run = 2").fetchone()[0])
+    assert (settings["near_mode"], settings["lsh_bands"], settings["lsh_rows"]) == ("lsh", 32, 4)
+
+
 def test_restore_undoes_a_run_exactly(tmp_path):
     db = P.copy_corpus(tmp_path)
     before = fingerprint(db)
@@ -158,6 +222,11 @@ def test_restore_undoes_a_run_exactly(tmp_path):
     ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup: n_min must be a non-negative integer, got 'x'"),
     ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)", "dedup: unknown setting in dedup_settings, got 'treshold'"),
     ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "canonical_url: unknown option 'bogus'"),
+    ("INSERT INTO dedup_settings VALUES ('near_mode', 'LSH')", "dedup: near_mode must be 'window' or 'lsh', got 'LSH'"),
+    ("INSERT INTO dedup_settings VALUES ('lsh_bands', 0)",
+     "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 0 and 4"),
+    ("INSERT INTO dedup_settings VALUES ('lsh_rows', 2000)",
+     "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"),
 ])
 def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message):
     db = P.copy_corpus(tmp_path)
