@@ -6,12 +6,17 @@ algorithm's time on the same databases, in one run.
   cargo build --release --features loadable_extension
   /usr/bin/python3 -m pip install --break-system-packages levenshtein   # the reference's ratio
   /usr/bin/python3 benches/pipeline.py [--sizes 5000,20000,100000] [--reference-max 20000] [--repeat 3]
+                                      [--modes window,lsh]
 
 Corpora are built once into bench-data/ (git-ignored) with the corpus builder
 (seed 7). The reference time is the independent Python model of the reference
 (tests/python/reference_model.py) comparing every window pair with a full
 Levenshtein.ratio, as the reference does; it also gives the survivors our run
 must equal (on our canonical URLs). Sizes above --reference-max skip it.
+The 'lsh' mode (near_mode = 'lsh') runs on the same copies; its table adds
+the band rows and candidate pairs, and what it finds that the window misses:
+phase-4 removals, those whose survivor is on another domain, and the groups
+(survivors) they form.
 """
 import argparse
 import json
@@ -24,22 +29,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CORPUS = os.path.join(ROOT, "..", "shared", "corpus")
-DATA = os.path.join(ROOT, "bench-data")
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
+from corpora import DATA, corpus  # noqa: E402
 
 PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES]
-
-
-def corpus(n):
-    path = os.path.join(DATA, f"{n}.db")
-    if not os.path.exists(path):
-        os.makedirs(DATA, exist_ok=True)
-        subprocess.run([sys.executable, os.path.join(CORPUS, "build_corpus.py"), "--pool",
-                        os.path.join(CORPUS, "text-pool.jsonl.gz"), "--out", path, "--n", str(n),
-                        "--seed", "7"], check=True, stdout=subprocess.DEVNULL)
-    return path
 
 
 def fresh_copy(n, tag):
@@ -48,10 +42,11 @@ def fresh_copy(n, tag):
     return dst
 
 
-def child(db):
+def child(db, mode):
     """Runs the phases in one transaction, timing each; prints JSON."""
     conn = P.connect(db)
-    times = {}
+    P.set_settings(conn, near_mode=mode)
+    times, lsh = {}, None
     conn.execute("BEGIN")
     for path, name in zip(P.PHASES, PHASE_NAMES):
         start = time.perf_counter()
@@ -60,16 +55,22 @@ def child(db):
         times[name] = time.perf_counter() - start
         if name.startswith("04"):
             stats = conn.execute("SELECT near_dups_stats()").fetchone()[0]
+            lsh = conn.execute("SELECT (SELECT count(*) FROM _dedup_lsh_bands), "
+                               "(SELECT count(*) FROM _dedup_lsh_pairs)").fetchone()
     start = time.perf_counter()
     conn.execute("COMMIT")
     times["06_apply"] += time.perf_counter() - start
     survivors = sorted(r[0] for r in conn.execute("SELECT rowid FROM pages"))
+    domains = dict(conn.execute("SELECT rowid, url_domain(url) FROM pages"))
+    domains.update(conn.execute("SELECT dedup_rowid, url_domain(url) FROM dedup_removed"))
+    near = [(r, s, domains.get(r), domains.get(s)) for r, s in
+            conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_phase = 4")]
     print(json.dumps({"times": times, "stats": json.loads(stats) if stats else None,
-                      "survivors": survivors}))
+                      "survivors": survivors, "lsh": lsh, "near": near}))
 
 
-def run_child(db):
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db],
+def run_child(db, mode):
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db, "--modes", mode],
                             stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -109,30 +110,43 @@ def main():
     parser.add_argument("--sizes", default="5000,20000,100000")
     parser.add_argument("--reference-max", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest is shown")
+    parser.add_argument("--modes", default="window,lsh")
     parser.add_argument("--child")
     args = parser.parse_args()
     if args.child:
-        return child(args.child)
+        return child(args.child, args.modes)
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    modes = args.modes.split(",")
+    rows, lsh_rows = [], []
     for n in sizes:
-        runs = []
-        for _ in range(args.repeat):
-            db = fresh_copy(n, "ours")
-            floor = floor_scan(db)
-            runs.append((floor, run_child(db)))
-        floor = min(f for f, _ in runs)
-        ours = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
-        assert all(r["survivors"] == ours["survivors"] for _, r in runs)
-        ref = reference(fresh_copy(n, "ref")) if n <= args.reference_max else None
-        rows.append((n, floor, ours, ref))
+        best = {}
+        for mode in modes:
+            runs = []
+            for _ in range(args.repeat):
+                db = fresh_copy(n, "ours")
+                floor = floor_scan(db)
+                runs.append((floor, run_child(db, mode)))
+            floor = min(f for f, _ in runs)
+            best[mode] = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
+            assert all(r["survivors"] == best[mode]["survivors"] for _, r in runs)
+        if "window" in best:
+            ref = reference(fresh_copy(n, "ref")) if n <= args.reference_max else None
+            rows.append((n, floor, best["window"], ref))
+        if "lsh" in best:
+            lsh_rows.append((n, floor, best["lsh"], best.get("window")))
         for tag in ("ours", "ref"):
             path = os.path.join(DATA, f"run-{n}-{tag}.db")
             if os.path.exists(path):
                 os.remove(path)
+    if rows:
+        report_window(rows, args.repeat)
+    if lsh_rows:
+        report_lsh(lsh_rows, args.repeat)
 
-    print("## Whole pipeline (sql/ phases in one transaction, Debian SQLite "
-          f"{sqlite3.sqlite_version}): seconds, fastest of {args.repeat} runs on fresh copies\n")
+
+def report_window(rows, repeat):
+    print("## Whole pipeline, window mode (sql/ phases in one transaction, Debian SQLite "
+          f"{sqlite3.sqlite_version}): seconds, fastest of {repeat} runs on fresh copies\n")
     print("| pages | " + " | ".join(PHASE_NAMES) + " | total | floor scan | total / floor | peak RSS MB "
           "| reference algorithm | speed-up | same survivors |")
     print("|---" * (len(PHASE_NAMES) + 8) + "|")
@@ -157,6 +171,27 @@ def main():
         print(f"| {n} | {s['rows']} | {s['pairs']} | {s['rejected_by_length']} | "
               f"{s['rejected_by_histogram']} | {s['levenshtein']} | {s['matches']} | {avoided:.1%} |")
     print(f"\nSurvivors: " + ", ".join(f"{n}: {len(o['survivors'])}" for n, _, o, _ in rows))
+
+
+def report_lsh(rows, repeat):
+    print("\n## Whole pipeline, lsh mode (near_mode = 'lsh', 32 bands x 4 rows, char 5-grams): "
+          f"seconds, fastest of {repeat} runs\n")
+    print("| pages | " + " | ".join(PHASE_NAMES) + " | total | total / floor | peak RSS MB | band rows "
+          "| candidate pairs | pairs compared | reached the LCS kernel | phase-4 removals (window mode) "
+          "| removed only by lsh | of them cross-domain | cross-domain groups only lsh finds |")
+    print("|---" * (len(PHASE_NAMES) + 11) + "|")
+    for n, floor, ours, window in rows:
+        total = sum(ours["times"].values())
+        cells = [f"{ours['times'][p]:.2f}" for p in PHASE_NAMES]
+        s = ours["stats"]
+        near = {r: (s_, dr, ds) for r, s_, dr, ds in ours["near"]}
+        base = {r for r, *_ in window["near"]} if window else set()
+        only = [r for r in near if r not in base]
+        cross = [r for r in only if near[r][1] != near[r][2]]
+        groups = {near[r][0] for r in cross}
+        print(f"| {n} | " + " | ".join(cells) + f" | {total:.2f} | {total / floor:.0f}x | {ours['peak_mb']:.0f} | "
+              f"{ours['lsh'][0]} | {ours['lsh'][1]} | {s['pairs']} | {s['levenshtein']} | "
+              f"{len(near)} ({len(base) if window else '?'}) | {len(only)} | {len(cross)} | {len(groups)} |")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@
 //! threshold. Memory holds the window, not the table.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
 
 use rayon::prelude::*;
 
@@ -77,33 +78,33 @@ impl ScanStats {
     }
 }
 
-struct Prepared {
-    id: i64,
-    rank: i64,
-    position: u64,
-    text: String,
-    wide: Option<Vec<char>>,
+/// What the exact filters need of a text: its length in code points and
+/// its character histogram.
+#[derive(Clone)]
+struct Profile {
     len: usize,
     histogram: CharHistogram,
-    alive: bool,
 }
 
-impl Prepared {
-    fn new(row: ScanRow, position: u64) -> Self {
-        let alive = row.text.is_some();
-        let text = row.text.unwrap_or_default();
-        let wide = (!text.is_ascii()).then(|| text.chars().collect::<Vec<_>>());
-        let len = wide.as_ref().map_or(text.len(), Vec::len);
-        Prepared {
-            id: row.id,
-            rank: row.rank,
-            position,
-            histogram: CharHistogram::new(&text),
-            text,
-            wide,
-            len,
-            alive,
+impl Profile {
+    fn new(text: &Text) -> Self {
+        Profile {
+            len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
+            histogram: CharHistogram::new(&text.text),
         }
+    }
+}
+
+/// A text ready for the kernel.
+struct Text {
+    text: String,
+    wide: Option<Vec<char>>,
+}
+
+impl Text {
+    fn new(text: String) -> Self {
+        let wide = (!text.is_ascii()).then(|| text.chars().collect::<Vec<_>>());
+        Text { text, wide }
     }
 
     fn code_points(&self) -> CodePoints<'_> {
@@ -112,9 +113,30 @@ impl Prepared {
             None => CodePoints::Ascii(self.text.as_bytes()),
         }
     }
+}
 
-    fn beats(&self, other: &Prepared) -> bool {
-        (self.rank, self.position) < (other.rank, other.position)
+/// A row of the window.
+struct Prepared {
+    id: i64,
+    rank: i64,
+    position: u64,
+    text: Text,
+    profile: Profile,
+    alive: bool,
+}
+
+impl Prepared {
+    fn new(row: ScanRow, position: u64) -> Self {
+        let alive = row.text.is_some();
+        let text = Text::new(row.text.unwrap_or_default());
+        Prepared {
+            id: row.id,
+            rank: row.rank,
+            position,
+            profile: Profile::new(&text),
+            text,
+            alive,
+        }
     }
 }
 
@@ -158,9 +180,17 @@ pub fn scan<E>(
         }
         let Some(anchor) = window.front() else { break };
         if anchor.alive {
-            let near = near_rows(&window, threshold, &mut stats);
-            if !near.is_empty() {
-                elect(&mut window, &near, &mut removed);
+            let candidates: Vec<(usize, usize, usize)> = (1..window.len())
+                .filter(|&j| window[j].alive)
+                .filter_map(|j| {
+                    within_bounds(&anchor.profile, &window[j].profile, threshold, &mut stats)
+                        .map(|(total, max)| (j, total, max))
+                })
+                .collect();
+            let near = verify(&anchor.text, &candidates, |j| &window[j].text, &mut stats);
+            let member = |k: usize| (window[k].id, window[k].rank, window[k].position);
+            for k in elect(0, &near, member, &mut removed) {
+                window[k].alive = false;
             }
         }
         window.pop_front();
@@ -168,14 +198,22 @@ pub fn scan<E>(
     Ok((removed, stats))
 }
 
+/// What the pair scan knows of a row.
+enum Known {
+    Unread,
+    Placeholder,
+    Live(Box<Profile>),
+}
+
 /// Runs the same election over candidate pairs instead of a window: `rows`
 /// (`id`, `rank`) are in scan order and each live row is compared with the
 /// live rows after it that a pair of `pairs` (indices into `rows`, either
 /// order, repeats allowed) joins it to. With every pair within `distance`
 /// rows this is [`scan`]; with every pair of the table it is the window scan
-/// with an unbounded window. Texts are read on demand, a group at a time,
-/// through `text` (index -> text, `None` for a placeholder), so memory holds
-/// the pairs and one group's texts, not the table.
+/// with an unbounded window. Texts are read on demand through `text` (index
+/// -> text, `None` for a placeholder): each row once for its length and
+/// histogram, then again only for pairs the exact filters let through. Memory
+/// holds the pairs, one profile per row and one group's texts.
 pub fn scan_pairs<E>(
     rows: &[(i64, i64)],
     pairs: &[(usize, usize)],
@@ -189,11 +227,14 @@ pub fn scan_pairs<E>(
         }
     }
     let mut alive = vec![true; rows.len()];
+    let mut known: Vec<Known> = (0..rows.len()).map(|_| Known::Unread).collect();
     let mut stats = ScanStats {
         rows: rows.len() as u64,
         ..ScanStats::default()
     };
     let mut removed = Vec::new();
+    // Texts read for this group, by row index.
+    let mut texts: HashMap<usize, Text> = HashMap::new();
     for i in 0..rows.len() {
         if !alive[i] || ahead[i].is_empty() {
             continue;
@@ -205,75 +246,106 @@ pub fn scan_pairs<E>(
         if later.is_empty() {
             continue;
         }
-        let mut load = |k: usize| -> Result<Option<Prepared>, E> {
-            let (id, rank) = rows[k];
-            Ok(text(k)?.map(|text| {
-                Prepared::new(
-                    ScanRow {
-                        id,
-                        rank,
-                        text: Some(text),
-                    },
-                    k as u64,
-                )
-            }))
-        };
-        let Some(anchor) = load(i)? else {
+        texts.clear();
+        if !read_profile(i, &mut known, &mut texts, &mut text)? {
             alive[i] = false;
             continue;
-        };
-        let mut group = VecDeque::with_capacity(later.len() + 1);
-        group.push_back(anchor);
+        }
+        let mut candidates = Vec::new();
         for j in later {
-            match load(j)? {
-                Some(row) => group.push_back(row),
-                None => alive[j] = false,
+            if !read_profile(j, &mut known, &mut texts, &mut text)? {
+                alive[j] = false;
+                continue;
+            }
+            let (Known::Live(a), Known::Live(b)) = (&known[i], &known[j]) else {
+                unreachable!("both rows were just read as live");
+            };
+            match within_bounds(a, b, threshold, &mut stats) {
+                Some((total, max)) => candidates.push((j, total, max)),
+                None => {
+                    texts.remove(&j);
+                }
             }
         }
-        let near = near_rows(&group, threshold, &mut stats);
-        if !near.is_empty() {
-            elect(&mut group, &near, &mut removed);
-            for row in group.iter().filter(|r| !r.alive) {
-                alive[row.position as usize] = false;
+        if candidates.is_empty() {
+            continue;
+        }
+        for k in std::iter::once(i).chain(candidates.iter().map(|c| c.0)) {
+            if let Entry::Vacant(slot) = texts.entry(k) {
+                // A row read live a moment ago: its text is still there.
+                slot.insert(Text::new(text(k)?.unwrap_or_default()));
             }
+        }
+        let near = verify(&texts[&i], &candidates, |j| &texts[&j], &mut stats);
+        let member = |k: usize| (rows[k].0, rows[k].1, k as u64);
+        for k in elect(i, &near, member, &mut removed) {
+            alive[k] = false;
         }
     }
     Ok((removed, stats))
 }
 
-/// Indices (into the window) and ratios of the live rows near the anchor.
-fn near_rows(
-    window: &VecDeque<Prepared>,
+/// Reads row `k`'s profile if it is not known yet, keeping its text in
+/// `texts` for the group. False for a placeholder.
+fn read_profile<E>(
+    k: usize,
+    known: &mut [Known],
+    texts: &mut HashMap<usize, Text>,
+    text: &mut impl FnMut(usize) -> Result<Option<String>, E>,
+) -> Result<bool, E> {
+    if let Known::Unread = known[k] {
+        known[k] = match text(k)? {
+            Some(t) => {
+                let t = Text::new(t);
+                let profile = Profile::new(&t);
+                texts.insert(k, t);
+                Known::Live(Box::new(profile))
+            }
+            None => Known::Placeholder,
+        };
+    }
+    Ok(matches!(known[k], Known::Live(_)))
+}
+
+/// Counts the pair and applies the exact bounds (length, then histogram):
+/// `Some((total length, largest indel distance still above the threshold))`
+/// when the pair may be near, `None` when it cannot.
+fn within_bounds(
+    a: &Profile,
+    b: &Profile,
     threshold: f64,
     stats: &mut ScanStats,
-) -> Vec<(usize, f64)> {
-    let anchor = &window[0];
-    let mut candidates = Vec::new();
-    for (j, other) in window.iter().enumerate().skip(1) {
-        if !other.alive {
-            continue;
-        }
-        stats.pairs += 1;
-        let total = anchor.len + other.len;
-        let Some(max) = max_distance_where(total, |r| r > threshold) else {
-            stats.rejected_by_length += 1;
-            continue;
-        };
-        if anchor.len.abs_diff(other.len) > max {
-            stats.rejected_by_length += 1;
-            continue;
-        }
-        if anchor.histogram.indel_lower_bound(&other.histogram) > max {
-            stats.rejected_by_histogram += 1;
-            continue;
-        }
-        candidates.push((j, total, max));
+) -> Option<(usize, usize)> {
+    stats.pairs += 1;
+    let total = a.len + b.len;
+    let Some(max) = max_distance_where(total, |r| r > threshold) else {
+        stats.rejected_by_length += 1;
+        return None;
+    };
+    if a.len.abs_diff(b.len) > max {
+        stats.rejected_by_length += 1;
+        return None;
     }
+    if a.histogram.indel_lower_bound(&b.histogram) > max {
+        stats.rejected_by_histogram += 1;
+        return None;
+    }
+    Some((total, max))
+}
+
+/// Runs the kernel on the candidates `(key, total, max)` that passed the
+/// bounds, in parallel when there are several: the keys and ratios of those
+/// above the threshold, in candidate order.
+fn verify<'t>(
+    anchor: &Text,
+    candidates: &[(usize, usize, usize)],
+    text: impl Fn(usize) -> &'t Text + Sync,
+    stats: &mut ScanStats,
+) -> Vec<(usize, f64)> {
     stats.levenshtein += candidates.len() as u64;
     let a = anchor.code_points();
     let compare = |&(j, total, max): &(usize, usize, usize)| {
-        indel_distance(&a, &window[j].code_points(), max)
-            .map(|d| (j, ratio_from_distance(d, total)))
+        indel_distance(&a, &text(j).code_points(), max).map(|d| (j, ratio_from_distance(d, total)))
     };
     let near: Vec<(usize, f64)> = if candidates.len() > 1 {
         candidates.par_iter().filter_map(compare).collect()
@@ -284,40 +356,57 @@ fn near_rows(
     near
 }
 
-/// Keeps the group's best row and records the others as removed.
-fn elect(window: &mut VecDeque<Prepared>, near: &[(usize, f64)], removed: &mut Vec<Removal>) {
-    let mut best = 0;
+/// Elects the group of `anchor` and its `near` rows (key, ratio with the
+/// anchor): the best row (lowest rank, then earliest position; `member`
+/// gives a key's id, rank and position) survives, the others are recorded
+/// as removed. Returns the keys removed.
+fn elect(
+    anchor: usize,
+    near: &[(usize, f64)],
+    member: impl Fn(usize) -> (i64, i64, u64),
+    removed: &mut Vec<Removal>,
+) -> Vec<usize> {
+    if near.is_empty() {
+        return Vec::new();
+    }
+    let order = |k: usize| {
+        let (_, rank, position) = member(k);
+        (rank, position)
+    };
+    let mut best = anchor;
     for &(j, _) in near {
-        if window[j].beats(&window[best]) {
+        if order(j) < order(best) {
             best = j;
         }
     }
-    let survivor = window[best].id;
-    let anchor = window[0].id;
-    if best != 0 {
+    let survivor = member(best).0;
+    let anchor_id = member(anchor).0;
+    let mut out = Vec::with_capacity(near.len());
+    if best != anchor {
         let ratio = near
             .iter()
             .find(|(j, _)| *j == best)
             .map_or(0.0, |&(_, r)| r);
-        window[0].alive = false;
         removed.push(Removal {
-            id: anchor,
+            id: anchor_id,
             survivor,
-            anchor,
+            anchor: anchor_id,
             ratio,
         });
+        out.push(anchor);
     }
     for &(j, ratio) in near {
         if j != best {
-            window[j].alive = false;
             removed.push(Removal {
-                id: window[j].id,
+                id: member(j).0,
                 survivor,
-                anchor,
+                anchor: anchor_id,
                 ratio,
             });
+            out.push(j);
         }
     }
+    out
 }
 
 #[cfg(test)]
@@ -531,6 +620,28 @@ mod tests {
             Err::<Option<String>, _>("interrupted")
         });
         assert_eq!(failing.unwrap_err(), "interrupted");
+    }
+
+    #[test]
+    fn pair_scan_reads_each_text_once_when_the_bounds_decide() {
+        let texts = ["aaaa bbbb cccc", "zz", "aaaa bbbb cccd", "q", "zy"];
+        let rows: Vec<(i64, i64)> = (0..5).map(|i| (i + 1, 0)).collect();
+        let all: Vec<(usize, usize)> = (0..5)
+            .flat_map(|i| (i + 1..5).map(move |j| (i, j)))
+            .collect();
+        let mut reads = vec![0; 5];
+        let (removed, stats) = scan_pairs(&rows, &all, 0.9, |k| {
+            reads[k] += 1;
+            Ok::<_, ()>(Some(texts[k].to_string()))
+        })
+        .unwrap();
+        assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
+        // Rows 0 and 2 reach the kernel while their texts are still held;
+        // rows 1 and 4 meet again as anchor and neighbour after their texts
+        // were dropped: the profiles decide without reading them.
+        assert_eq!(reads, vec![1, 1, 1, 1, 1]);
+        // 10 pairs, less the three row 2 would join after its removal.
+        assert_eq!((stats.pairs, stats.levenshtein, stats.matches), (7, 1, 1));
     }
 
     proptest! {

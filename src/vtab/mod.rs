@@ -3,6 +3,7 @@
 pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
+pub mod scan_table;
 
 use std::ffi::c_int;
 
@@ -192,7 +193,7 @@ pub(crate) fn planned_arguments<'a>(
 
 /// Registers the extension's table-valued functions on `db`.
 pub fn register(db: &Connection) -> Result<()> {
-    let last = near_dups::LastScan::default();
+    let last = scan_table::LastScan::default();
     near_dups::register(db, last.clone())?;
     near_dups_among::register(db, last)?;
     lsh_bands::register(db)

@@ -1,0 +1,142 @@
+//! The table-valued function shape shared by `near_dups` and
+//! `near_dups_among`: hidden arguments in, one row per removed input row out
+//! (`id`, `survivor`, `anchor`, `ratio`), the scan's counters kept for
+//! `near_dups_stats()`.
+
+use std::ffi::c_int;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::types::ValueRef;
+use rusqlite::vtab::{
+    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
+    VTabCursor,
+};
+use rusqlite::{ffi, Connection, Result};
+
+use super::{plan_arguments, planned_arguments};
+use crate::near_dups::{Removal, ScanStats};
+
+/// The counters of the last scan on a connection.
+pub type LastScan = Arc<Mutex<Option<ScanStats>>>;
+
+/// Hidden argument columns start after the four output columns.
+const FIRST_ARGUMENT: c_int = 4;
+
+/// One scan exposed as a table-valued function.
+pub(crate) trait Scan: Sized + 'static {
+    /// The function's name.
+    const NAME: &'static str;
+    /// Names of its three hidden arguments.
+    const ARGUMENTS: [&'static str; 3];
+    /// Mask of the arguments that must be given.
+    const REQUIRED: c_int;
+    /// Runs the scan on `db` with the given arguments (by position).
+    fn run(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<(Vec<Removal>, ScanStats)>;
+}
+
+/// Registers `S` as an eponymous table-valued function whose counters go to
+/// `last`.
+pub(crate) fn register<S: Scan>(db: &Connection, last: LastScan) -> Result<()> {
+    db.create_module(S::NAME, eponymous_only_module::<ScanTab<S>>(), Some(last))
+}
+
+#[repr(C)]
+struct ScanTab<S> {
+    base: ffi::sqlite3_vtab,
+    db: *mut ffi::sqlite3,
+    last: LastScan,
+    scan: PhantomData<S>,
+}
+
+unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
+    type Aux = LastScan;
+    type Cursor = ScanCursor<'vtab, S>;
+
+    fn connect(
+        db: &mut VTabConnection,
+        aux: Option<&LastScan>,
+        _args: &[&[u8]],
+    ) -> Result<(String, Self)> {
+        // Reads other tables of the database: not innocuous.
+        db.config(VTabConfig::DirectOnly)?;
+        let handle = unsafe { db.handle() };
+        let [a, b, c] = S::ARGUMENTS;
+        Ok((
+            format!(
+                "CREATE TABLE x(id INTEGER, survivor INTEGER, anchor INTEGER, ratio REAL, \
+                 {a} HIDDEN, {b} HIDDEN, {c} HIDDEN)"
+            ),
+            ScanTab {
+                base: ffi::sqlite3_vtab::default(),
+                db: handle,
+                last: aux.cloned().unwrap_or_default(),
+                scan: PhantomData,
+            },
+        ))
+    }
+
+    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
+        plan_arguments(info, FIRST_ARGUMENT, 3, S::REQUIRED, 1e6)
+    }
+
+    fn open(&mut self) -> Result<ScanCursor<'_, S>> {
+        Ok(ScanCursor {
+            base: ffi::sqlite3_vtab_cursor::default(),
+            db: self.db,
+            last: self.last.clone(),
+            rows: Vec::new(),
+            next: 0,
+            phantom: PhantomData,
+        })
+    }
+}
+
+#[repr(C)]
+struct ScanCursor<'vtab, S> {
+    base: ffi::sqlite3_vtab_cursor,
+    db: *mut ffi::sqlite3,
+    last: LastScan,
+    rows: Vec<Removal>,
+    next: usize,
+    phantom: PhantomData<&'vtab ScanTab<S>>,
+}
+
+unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
+    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
+        let given = planned_arguments(idx_num, args, 3);
+        // A non-owning handle on the connection that runs this query.
+        let db = unsafe { Connection::from_handle(self.db) }?;
+        let (removed, stats) = S::run(&db, &given)?;
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(stats);
+        }
+        self.rows = removed;
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.next += 1;
+        Ok(())
+    }
+
+    fn eof(&self) -> bool {
+        self.next >= self.rows.len()
+    }
+
+    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
+        let r = &self.rows[self.next];
+        match i {
+            0 => ctx.set_result(&r.id),
+            1 => ctx.set_result(&r.survivor),
+            2 => ctx.set_result(&r.anchor),
+            3 => ctx.set_result(&r.ratio),
+            _ => ctx.set_result(&rusqlite::types::Null),
+        }
+    }
+
+    fn rowid(&self) -> Result<i64> {
+        Ok(self.next as i64 + 1)
+    }
+}
