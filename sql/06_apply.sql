@@ -101,7 +101,7 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
-DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP VIEW IF EXISTS temp._dedup_lsh_pairs;
 DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;

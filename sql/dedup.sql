@@ -265,8 +265,10 @@ FROM _dedup_near_input AS i;
 -- 'lsh' mode: band keys of every row's signature (char 5-grams,
 -- lsh_bands * lsh_rows permutations); rows sharing a key are candidates.
 -- Only the keys are kept: memory and temp storage hold the band table, not
--- the texts.
-DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+-- the texts. The pairs are a view: near_dups_among reads the self-join as
+-- it runs (a pair sharing several bands comes once per band; it is
+-- compared once).
+DROP VIEW IF EXISTS temp._dedup_lsh_pairs;
 DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
 INSERT INTO _dedup_lsh_bands
@@ -276,10 +278,13 @@ JOIN _dedup_near_texts AS t
 JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh';
 CREATE INDEX temp._dedup_lsh_bands_key ON _dedup_lsh_bands (band, key, id);
-CREATE TEMP TABLE _dedup_lsh_pairs AS
-SELECT DISTINCT x.id AS a, y.id AS b
-FROM _dedup_lsh_bands AS x
-JOIN _dedup_lsh_bands AS y ON y.band = x.band AND y.key = x.key AND y.id > x.id;
+-- (Keys of one row only are skipped in one ordered pass of the index
+-- first, so the join probes only shared keys.)
+CREATE TEMP VIEW _dedup_lsh_pairs AS
+SELECT x.id AS a, y.id AS b
+FROM (SELECT band, key FROM _dedup_lsh_bands GROUP BY band, key HAVING count(*) > 1) AS s
+JOIN _dedup_lsh_bands AS x ON x.band = s.band AND x.key = s.key
+JOIN _dedup_lsh_bands AS y ON y.band = s.band AND y.key = s.key AND y.id > x.id;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
@@ -417,7 +422,7 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 DROP TABLE IF EXISTS temp._dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_domain_counts;
 DROP TABLE IF EXISTS temp._dedup_near_removed;
-DROP TABLE IF EXISTS temp._dedup_lsh_pairs;
+DROP VIEW IF EXISTS temp._dedup_lsh_pairs;
 DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;

@@ -205,10 +205,33 @@ enum Known {
     Live(Box<Profile>),
 }
 
+/// Candidate pairs of rows (indices in scan order), kept by their earlier
+/// row; either order and repeats are fine.
+#[derive(Debug, Clone, Default)]
+pub struct Candidates {
+    ahead: Vec<Vec<usize>>,
+}
+
+impl Candidates {
+    /// No pairs yet among `rows` rows.
+    pub fn new(rows: usize) -> Self {
+        Candidates {
+            ahead: vec![Vec::new(); rows],
+        }
+    }
+
+    /// Adds the pair `a`, `b` (both below the row count; a row paired with
+    /// itself is ignored).
+    pub fn add(&mut self, a: usize, b: usize) {
+        if a != b {
+            self.ahead[a.min(b)].push(a.max(b));
+        }
+    }
+}
+
 /// Runs the same election over candidate pairs instead of a window: `rows`
 /// (`id`, `rank`) are in scan order and each live row is compared with the
-/// live rows after it that a pair of `pairs` (indices into `rows`, either
-/// order, repeats allowed) joins it to. With every pair within `distance`
+/// live rows after it that a pair of `candidates` joins it to. With every pair within `distance`
 /// rows this is [`scan`]; with every pair of the table it is the window scan
 /// with an unbounded window. Texts are read on demand through `text` (index
 /// -> text, `None` for a placeholder): each row once for its length and
@@ -216,16 +239,12 @@ enum Known {
 /// holds the pairs, one profile per row and one group's texts.
 pub fn scan_pairs<E>(
     rows: &[(i64, i64)],
-    pairs: &[(usize, usize)],
+    candidates: Candidates,
     threshold: f64,
     mut text: impl FnMut(usize) -> Result<Option<String>, E>,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
-    let mut ahead: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
-    for &(a, b) in pairs {
-        if a != b {
-            ahead[a.min(b)].push(a.max(b));
-        }
-    }
+    let mut ahead = candidates.ahead;
+    ahead.resize(rows.len(), Vec::new());
     let mut alive = vec![true; rows.len()];
     let mut known: Vec<Known> = (0..rows.len()).map(|_| Known::Unread).collect();
     let mut stats = ScanStats {
@@ -560,6 +579,14 @@ mod tests {
         assert!(validate(1.0, 0).is_ok());
     }
 
+    fn candidates(rows: usize, pairs: &[(usize, usize)]) -> Candidates {
+        let mut c = Candidates::new(rows);
+        for &(a, b) in pairs {
+            c.add(a, b);
+        }
+        c
+    }
+
     fn pair_rows(texts: &[(&str, i64)]) -> Vec<(i64, i64)> {
         texts
             .iter()
@@ -573,9 +600,12 @@ mod tests {
         pairs: &[(usize, usize)],
         threshold: f64,
     ) -> (Vec<Removal>, ScanStats) {
-        scan_pairs(&pair_rows(texts), pairs, threshold, |k| {
-            Ok::<_, ()>(Some(texts[k].0.to_string()))
-        })
+        scan_pairs(
+            &pair_rows(texts),
+            candidates(texts.len(), pairs),
+            threshold,
+            |k| Ok::<_, ()>(Some(texts[k].0.to_string())),
+        )
         .unwrap()
     }
 
@@ -607,16 +637,17 @@ mod tests {
         let rows = [(1, 0), (2, 1), (3, 2)];
         let texts = [Some("same text"), None, Some("same text")];
         let mut reads = Vec::new();
-        let (removed, stats) = scan_pairs(&rows, &[(0, 1), (1, 2), (0, 2)], 0.9, |k| {
-            reads.push(k);
-            Ok::<_, ()>(texts[k].map(String::from))
-        })
-        .unwrap();
+        let (removed, stats) =
+            scan_pairs(&rows, candidates(3, &[(0, 1), (1, 2), (0, 2)]), 0.9, |k| {
+                reads.push(k);
+                Ok::<_, ()>(texts[k].map(String::from))
+            })
+            .unwrap();
         assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
         assert_eq!(stats.pairs, 1);
         // Row 2 (index 1) is a placeholder: read once, never compared again.
         assert_eq!(reads, vec![0, 1, 2]);
-        let failing = scan_pairs(&rows, &[(0, 2)], 0.9, |_| {
+        let failing = scan_pairs(&rows, candidates(3, &[(0, 2)]), 0.9, |_| {
             Err::<Option<String>, _>("interrupted")
         });
         assert_eq!(failing.unwrap_err(), "interrupted");
@@ -630,7 +661,7 @@ mod tests {
             .flat_map(|i| (i + 1..5).map(move |j| (i, j)))
             .collect();
         let mut reads = vec![0; 5];
-        let (removed, stats) = scan_pairs(&rows, &all, 0.9, |k| {
+        let (removed, stats) = scan_pairs(&rows, candidates(5, &all), 0.9, |k| {
             reads[k] += 1;
             Ok::<_, ()>(Some(texts[k].to_string()))
         })

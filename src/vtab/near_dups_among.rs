@@ -20,7 +20,7 @@ use super::scan_table::{self, LastScan, Scan};
 use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
-use crate::near_dups::{scan_pairs, validate, Removal, ScanStats};
+use crate::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
 use crate::sql::describe;
 
 const NAME: &str = "near_dups_among";
@@ -49,13 +49,13 @@ impl Scan for PairScan {
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         require_columns(db, NAME, "pairs", &pairs, &PAIR_COLUMNS)?;
         let (rows, positions, index) = read_rows(db, &input)?;
-        let pairs = read_pairs(db, &pairs, &input, &index)?;
+        let candidates = read_pairs(db, &pairs, &input, &index)?;
         let sql = format!(
             "SELECT text FROM {} WHERE pos = ?1",
             quote_identifier(&input)
         );
         let mut text = db.prepare(&sql)?;
-        scan_pairs(&rows, &pairs, threshold, |k| {
+        scan_pairs(&rows, candidates, threshold, |k| {
             let mut found = text.query([positions[k]])?;
             match found.next()? {
                 Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
@@ -119,11 +119,11 @@ fn read_pairs(
     pairs: &str,
     input: &str,
     index: &HashMap<i64, usize>,
-) -> Result<Vec<(usize, usize)>> {
+) -> Result<Candidates> {
     let sql = format!("SELECT a, b FROM {}", quote_identifier(pairs));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
-    let mut out = Vec::new();
+    let mut out = Candidates::new(index.len());
     let find = |id: i64| {
         index.get(&id).copied().ok_or_else(|| {
             error(
@@ -136,7 +136,7 @@ fn read_pairs(
     while let Some(row) = query.next()? {
         let a = integer(row, 0, "a", pairs)?;
         let b = integer(row, 1, "b", pairs)?;
-        out.push((find(a)?, find(b)?));
+        out.add(find(a)?, find(b)?);
     }
     Ok(out)
 }
