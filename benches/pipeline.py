@@ -177,7 +177,7 @@ def report_lsh(rows, repeat):
     print("\n## Whole pipeline, lsh mode (near_mode = 'lsh', 32 bands x 4 rows, char 5-grams): "
           f"seconds, fastest of {repeat} runs\n")
     print("| pages | " + " | ".join(PHASE_NAMES) + " | total | total / floor | peak RSS MB | band rows "
-          "| candidate pairs | pairs compared | reached the LCS kernel | phase-4 removals (window mode) "
+          "| candidate pair rows (one per shared band) | pairs compared | reached the LCS kernel | phase-4 removals (window mode) "
           "| removed only by lsh | of them cross-domain | cross-domain groups only lsh finds |")
     print("|---" * (len(PHASE_NAMES) + 11) + "|")
     for n, floor, ours, window in rows:
