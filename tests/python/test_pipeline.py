@@ -280,7 +280,8 @@ def test_sigkill_at_any_point_leaves_the_database_as_before(tmp_path):
     assert killed_mid_run >= 3, f"only {killed_mid_run} kills landed mid-run ({duration:.2f}s run)"
 
 
-def test_interrupt_stops_a_long_scan_promptly(tmp_path):
+@pytest.mark.parametrize("scan", ["near_dups('t', 0.99, 500)", "near_dups_among('t', 'p', 0.99)"])
+def test_interrupt_stops_a_long_scan_promptly(tmp_path, scan):
     conn = P.connect(os.path.join(str(tmp_path), "slow.db"))
     # Anagram-like texts pass the length and histogram bounds: every pair
     # needs the Levenshtein kernel.
@@ -293,11 +294,13 @@ def test_interrupt_stops_a_long_scan_promptly(tmp_path):
         rng.shuffle(base)
         rows.append((i, i, "".join(base), i))
     conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    # The same pairs as the window, for near_dups_among.
+    conn.execute("CREATE VIEW p AS SELECT x.id AS a, y.id AS b FROM t x JOIN t y ON y.pos BETWEEN x.pos + 1 AND x.pos + 500")
     timer = threading.Timer(0.5, conn.interrupt)
     timer.start()
     start = time.monotonic()
     with pytest.raises(sqlite3.OperationalError, match="interrupt"):
-        conn.execute("SELECT count(*) FROM near_dups('t', 0.99, 500)").fetchall()
+        conn.execute(f"SELECT count(*) FROM {scan}").fetchall()
     assert time.monotonic() - start < 5.0
 
 
