@@ -38,6 +38,19 @@ fn int_arg(
     }
 }
 
+/// The `num_perm` argument at `i`: 1 to 4096, 128 when absent or NULL.
+fn num_perm_arg(ctx: &rusqlite::functions::Context<'_>, i: usize, function: &str) -> Result<usize> {
+    let perms = int_arg(
+        ctx,
+        i,
+        function,
+        "num_perm must be an integer in [1, 4096]",
+        1..=MAX_PERMUTATIONS,
+        DEFAULT_PERMUTATIONS,
+    )?;
+    Ok(perms as usize)
+}
+
 /// The shingling from arguments `kind_at` and `kind_at + 1`.
 fn shingling_args(
     ctx: &rusqlite::functions::Context<'_>,
@@ -106,14 +119,7 @@ pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("minhash", -1, PURE, |ctx| {
         const F: &str = "minhash";
         check_arity(ctx, F, 1, 4)?;
-        let perms = int_arg(
-            ctx,
-            1,
-            F,
-            "num_perm must be an integer in [1, 4096]",
-            1..=MAX_PERMUTATIONS,
-            DEFAULT_PERMUTATIONS,
-        )? as usize;
+        let perms = num_perm_arg(ctx, 1, F)?;
         let shingling = shingling_args(ctx, 2, F, ("char", 5))?;
         let Some(text) = text_arg(ctx, 0, F, "text")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
@@ -196,14 +202,7 @@ pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("lsh_params", -1, PURE, |ctx| {
         const F: &str = "lsh_params";
         check_arity(ctx, F, 1, 2)?;
-        let perms = int_arg(
-            ctx,
-            1,
-            F,
-            "num_perm must be an integer in [1, 4096]",
-            1..=MAX_PERMUTATIONS,
-            DEFAULT_PERMUTATIONS,
-        )?;
+        let perms = num_perm_arg(ctx, 1, F)?;
         let Some(t) = number_arg(ctx, 0, F, "threshold")? else {
             return Ok(None);
         };
@@ -214,7 +213,7 @@ pub fn register(db: &Connection) -> Result<()> {
                 &describe(ctx.get_raw(0)),
             ));
         }
-        let (bands, rows) = lsh_params(t, perms as usize);
+        let (bands, rows) = lsh_params(t, perms);
         Ok(Some(format!("{{\"bands\":{bands},\"rows\":{rows}}}")))
     })?;
     Ok(())
