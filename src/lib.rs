@@ -3,37 +3,21 @@
 //!
 //! [`register`] adds every SQL function and module to a connection; the
 //! `loadable_extension` feature adds the entry point `sqlite3_dedup_init`.
-//! The algorithms live in modules that know nothing of SQLite: [`text`],
-//! [`hash`], [`url`], [`similarity`] and [`near_dups`].
+//! The algorithms live in [`core`], which knows nothing of SQLite; the
+//! bindings, table-valued functions and pipeline runner in [`sqlite`].
 
-pub mod control;
-pub mod hash;
-pub mod lcs;
-pub mod meta;
-pub mod near_dups;
-pub mod similarity;
-pub mod sketch;
-pub mod sketch_sql;
-pub mod sql;
-pub mod text;
-pub mod url;
-pub mod vtab;
+pub mod core;
+pub mod sqlite;
 
-use rusqlite::{Connection, Result};
+pub use crate::core::{hash, lcs, near_dups, similarity, sketch, text, url};
+pub use crate::sqlite::register;
+
+#[cfg(feature = "loadable_extension")]
+use rusqlite::Connection;
 
 /// The oldest SQLite the extension loads into (the API level of its
 /// bindings); older hosts refuse the load with an error message.
 pub const MIN_SQLITE_VERSION: &str = "3.34.1";
-
-/// Registers every function and module of the extension on `db`.
-pub fn register(db: &Connection) -> Result<()> {
-    meta::register(db)?;
-    sql::register_scalars(db)?;
-    sketch_sql::register(db)?;
-    control::register(db)?;
-    vtab::register(db)?;
-    Ok(())
-}
 
 /// Entry point SQLite looks for when loading `libdedup.so` or `dedup0.so`.
 ///

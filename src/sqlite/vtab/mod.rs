@@ -11,7 +11,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::vtab::{Filters, IndexConstraintOp, IndexInfo};
 use rusqlite::{Connection, Error, Result};
 
-use crate::sql::describe;
+use crate::sqlite::scalars::describe;
 
 /// A table-valued function's error: `name: problem, got got`.
 pub(crate) fn error(name: &str, problem: &str, got: &str) -> Error {
@@ -51,7 +51,7 @@ pub(crate) fn table_argument(
 }
 
 /// The threshold argument of function `name`: a number, 0.9 when not given
-/// (the range is checked by [`crate::near_dups::validate`]).
+/// (the range is checked by [`crate::core::near_dups::validate`]).
 pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
     match value {
         None => Ok(0.9),

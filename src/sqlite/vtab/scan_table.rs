@@ -15,7 +15,7 @@ use rusqlite::vtab::{
 use rusqlite::{ffi, Connection, Result};
 
 use super::{plan_arguments, planned_arguments};
-use crate::near_dups::{Removal, ScanStats};
+use crate::core::near_dups::{Removal, ScanStats};
 
 /// The counters of the last scan on a connection.
 pub type LastScan = Arc<Mutex<Option<ScanStats>>>;

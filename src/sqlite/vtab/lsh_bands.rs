@@ -13,8 +13,8 @@ use rusqlite::vtab::{
 use rusqlite::{ffi, Connection, Error, Result};
 
 use super::{plan_arguments, planned_arguments};
-use crate::sketch::Signature;
-use crate::sql::describe;
+use crate::core::sketch::Signature;
+use crate::sqlite::scalars::describe;
 
 const NAME: &str = "lsh_bands";
 /// First of the hidden argument columns (signature, bands, rows).

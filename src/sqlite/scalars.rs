@@ -8,10 +8,10 @@ use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Error, Result};
 
-use crate::hash;
-use crate::similarity::{self, Shingles, Stopwords};
-use crate::text;
-use crate::url::{self, UrlOptions};
+use crate::core::hash;
+use crate::core::similarity::{self, Shingles, Stopwords};
+use crate::core::text;
+use crate::core::url::{self, UrlOptions};
 
 /// Flags of a pure function: same result for the same arguments, no side
 /// effects, safe in views, triggers and schema objects.

@@ -6,12 +6,12 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
-use crate::sql::{describe, user_error};
+use crate::sqlite::scalars::{describe, user_error};
 
 /// Registers `dedup_require(condition, message)` and `dedup_eval(sql)`.
 pub fn register(db: &Connection) -> Result<()> {
     // Pure: the outcome depends only on the arguments.
-    db.create_scalar_function("dedup_require", 2, crate::sql::PURE, |ctx| {
+    db.create_scalar_function("dedup_require", 2, crate::sqlite::scalars::PURE, |ctx| {
         let ok = match ctx.get_raw(0) {
             ValueRef::Integer(i) => i != 0,
             ValueRef::Real(r) => r != 0.0,

@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 
 use rayon::prelude::*;
 
-use crate::similarity::{
+use crate::core::similarity::{
     indel_distance, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
 };
 
@@ -431,7 +431,7 @@ fn elect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::similarity::lev_ratio;
+    use crate::core::similarity::lev_ratio;
     use proptest::prelude::*;
 
     fn rows(texts: &[(&str, i64)]) -> Vec<Result<ScanRow, ()>> {

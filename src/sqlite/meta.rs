@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, Result};
 
-use crate::sql::PURE;
+use crate::sqlite::scalars::PURE;
 
 /// The crate version, e.g. `v0.1.0`.
 pub fn version() -> String {

@@ -2,7 +2,7 @@
 //!
 //! - [`lev_ratio`]: python-Levenshtein's `ratio`, `1 - indel(a, b) / (|a| + |b|)`
 //!   over Unicode code points, computed with a bit-parallel LCS kernel
-//!   ([`crate::lcs`]) and exact early exits.
+//!   ([`crate::core::lcs`]) and exact early exits.
 //! - [`resemblance`]: Broder's resemblance of word-shingle sets, as
 //!   Text::DeDuper defines it.
 //!
@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::lcs::lcs_at_least;
+use crate::core::lcs::lcs_at_least;
 
 /// The code points of a text, stored as bytes when the text is ASCII (the
 /// common case, and much faster for the bit-parallel kernel).
@@ -292,12 +292,12 @@ const ALNUM: [u8; 256] = {
 };
 
 /// Hashes of the lowercased alphanumeric tokens of `text`
-/// ([`crate::text::words`]). ASCII text is scanned 64 bytes at a time
+/// ([`crate::core::text::words`]). ASCII text is scanned 64 bytes at a time
 /// (token boundaries are the bit transitions of an alphanumeric mask) and
 /// hashed in place, without building the tokens.
 pub(crate) fn token_hashes(text: &str) -> Vec<u64> {
     if !text.is_ascii() {
-        return crate::text::words(text)
+        return crate::core::text::words(text)
             .map(|w| token_hash(w.as_bytes(), 0, w.len(), false))
             .collect();
     }
@@ -462,7 +462,7 @@ mod tests {
 
         #[test]
         fn ascii_tokens_hash_like_words(s in "[a-zA-Z0-9 ,.\n-]{0,300}") {
-            let words: Vec<u64> = crate::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
+            let words: Vec<u64> = crate::core::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
             prop_assert_eq!(token_hashes(&s), words);
         }
 

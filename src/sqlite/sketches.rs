@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Result};
 
-use crate::sketch::{lsh_params, lsh_probability, simhash, MinHasher, Shingling, Signature};
-use crate::sql::{check_arity, describe, number_arg, text_arg, user_error, PURE};
+use crate::core::sketch::{lsh_params, lsh_probability, simhash, MinHasher, Shingling, Signature};
+use crate::sqlite::scalars::{check_arity, describe, number_arg, text_arg, user_error, PURE};
 
 /// Default permutations of `minhash`.
 pub const DEFAULT_PERMUTATIONS: i64 = 128;

@@ -4,7 +4,7 @@
 //! `input` names a table or view with columns `pos`, `id`, `text`, `rank`;
 //! rows are scanned in `pos` order; a NULL `text` is a placeholder that
 //! occupies its window slot but is never compared. Each output row is one removed input
-//! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::near_dups`]).
+//! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::core::near_dups`]).
 
 use std::ffi::c_int;
 
@@ -16,8 +16,8 @@ use super::scan_table::{self, LastScan, Scan};
 use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
-use crate::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
-use crate::sql::describe;
+use crate::core::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
+use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups";
 /// Columns the input table or view must have.

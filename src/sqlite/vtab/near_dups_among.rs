@@ -7,7 +7,7 @@
 //! ids of `input` rows. Rows are scanned in `pos` order and each live row is
 //! compared with the later live rows a pair joins it to; texts are read one
 //! group at a time (`WHERE pos = ?`, so index `pos`). Output columns are
-//! `near_dups`' (see [`crate::near_dups::scan_pairs`]).
+//! `near_dups`' (see [`crate::core::near_dups::scan_pairs`]).
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -20,8 +20,8 @@ use super::scan_table::{self, LastScan, Scan};
 use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
-use crate::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
-use crate::sql::describe;
+use crate::core::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
+use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups_among";
 /// Columns the pairs table or view must have.

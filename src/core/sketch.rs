@@ -2,12 +2,12 @@
 //! their LSH band keys, and SimHash fingerprints.
 //!
 //! Both sketch a set of shingles: word n-grams (tokens as
-//! [`crate::text::words`] defines them) or character n-grams (over code
+//! [`crate::core::text::words`] defines them) or character n-grams (over code
 //! points, so CJK text without spaces works). A text with fewer than `n`
 //! tokens or characters, but at least one, has one shingle made of all of
 //! them; a text with none has no sketch.
 
-use crate::similarity::{combine, combine_iter, token_hashes};
+use crate::core::similarity::{combine, combine_iter, token_hashes};
 
 /// What a shingle is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use sha1::{Digest, Sha1};
 
-use crate::text::normalize;
+use crate::core::text::normalize;
 
 /// Lowercase hex SHA-1 of `bytes`.
 pub fn sha1_hex(bytes: &[u8]) -> String {

@@ -1,0 +1,21 @@
+//! The SQLite bindings: argument checking, NULL handling and error messages
+//! around the pure algorithms of `crate::core`, the table-valued functions,
+//! and the pipeline runner that applies a run atomically.
+
+pub mod control;
+pub mod meta;
+pub mod scalars;
+pub mod sketches;
+pub mod vtab;
+
+use rusqlite::{Connection, Result};
+
+/// Registers every function and module of the extension on `db`.
+pub fn register(db: &Connection) -> Result<()> {
+    meta::register(db)?;
+    scalars::register_scalars(db)?;
+    sketches::register(db)?;
+    control::register(db)?;
+    vtab::register(db)?;
+    Ok(())
+}
