@@ -1,11 +1,17 @@
 -- Phases 0 and 1: prepare missing text fields and canonicalize every URL.
--- _dedup_prepared holds one row per pages row. canonical_url is NULL for a
--- row that leaves the pipeline here (discard_reason says why). Rows without
--- parsed text but with content get parsed/content_hash/length computed
--- (fill_parsed is set); pages is only written in the last phase.
+-- Reads temp._dedup_source (the pages table with rid = rowid and every
+-- optional column, NULL where the table lacks it) and temp._dedup_run (the
+-- checked settings), both written by the runner (dedup_run / dedup_plan).
+-- _dedup_prepared holds one row per source row. A row whose url, content or
+-- parsed is a BLOB or invalid UTF-8 is skipped (skip_reason says why): never
+-- compared, never removed. canonical_url is NULL for a row that leaves the
+-- pipeline here (discard_reason says why). Rows without parsed text but
+-- with content get parsed/content_hash/length computed (fill_parsed is set);
+-- nothing is written to the user's tables before the runner applies the plan.
 DROP TABLE IF EXISTS temp._dedup_prepared;
 CREATE TEMP TABLE _dedup_prepared (
   source_rowid   INTEGER PRIMARY KEY,
+  skip_reason    TEXT,
   canonical_url  TEXT,
   domain         TEXT,
   wayback        TEXT,
@@ -17,20 +23,29 @@ CREATE TEMP TABLE _dedup_prepared (
   category       TEXT,
   fill_parsed    TEXT
 );
-WITH src AS (
-  SELECT rowid AS rid, url, parsed, content_hash, length, datetime, crawled, category,
-         CASE WHEN parsed IS NULL AND content <> ''
+-- (LIMIT -1 keeps the subquery a co-routine: each function runs once a row.)
+WITH checked AS (
+  SELECT rid, url, title, content, parsed, content_hash, length, datetime, crawled, category,
+         dedup_invalid_text(url, content, parsed) AS problem
+  FROM _dedup_source LIMIT -1
+),
+src AS (
+  SELECT rid, url, parsed, content_hash, length, datetime, crawled, category, problem,
+         CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
               THEN normalize_text(coalesce(title, '') || char(10, 10) || content) END AS fill
-  FROM pages
+  FROM checked LIMIT -1
 )
 INSERT INTO _dedup_prepared
 SELECT s.rid,
-       canonical_url(s.url, r.url_options),
-       url_domain(s.url, r.url_options),
-       url_wayback(s.url),
-       CASE WHEN s.url IS NULL THEN 'unparseable: NULL url'
+       s.problem,
+       CASE WHEN s.problem IS NULL THEN canonical_url(s.url, r.url_options) END,
+       CASE WHEN s.problem IS NULL THEN url_domain(s.url, r.url_options) END,
+       CASE WHEN s.problem IS NULL THEN url_wayback(s.url) END,
+       CASE WHEN s.problem IS NOT NULL THEN NULL
+            WHEN s.url IS NULL THEN 'unparseable: NULL url'
             ELSE url_discard_reason(s.url, r.url_options) END,
-       CASE WHEN s.fill IS NOT NULL THEN content_hash(s.fill)
+       CASE WHEN s.problem IS NOT NULL THEN NULL
+            WHEN s.fill IS NOT NULL THEN content_hash(s.fill)
             WHEN s.content_hash IS NULL AND s.parsed <> '' THEN content_hash(s.parsed)
             ELSE s.content_hash END,
        s.datetime,

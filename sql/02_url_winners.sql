@@ -6,7 +6,7 @@ CREATE TEMP TABLE _dedup_url_ranked AS
 SELECT source_rowid,
        first_value(source_rowid) OVER w AS survivor
 FROM _dedup_prepared
-WHERE canonical_url IS NOT NULL
+WHERE canonical_url IS NOT NULL AND skip_reason IS NULL
 WINDOW w AS (
   PARTITION BY canonical_url
   ORDER BY CASE WHEN category = 'external' THEN 1 ELSE 0 END ASC,

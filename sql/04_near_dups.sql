@@ -23,17 +23,18 @@ WITH live AS (
          coalesce(p.length, 0) AS length
   FROM _dedup_exact_winners AS w
   JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-  JOIN pages AS g ON g.rowid = w.source_rowid
+  JOIN _dedup_source AS g ON g.rid = w.source_rowid
   WHERE coalesce(p.fill_parsed, g.parsed) <> ''
 ),
--- Rows an earlier run removed in phase 4 or 5 keep their window slot (as
+-- Rows an earlier run removed in phase 4 or 5 (temp._dedup_archive: the
+-- runner's view of dedup_removed) keep their window slot (as
 -- placeholders, never compared), so a second run sees the windows the first
 -- one saw and removes nothing more.
 placeholders AS (
   SELECT canonical_url(d.url, r.url_options) AS url, d.dedup_rowid AS id, NULL AS text,
          1 AS placeholder, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
-  FROM dedup_removed AS d CROSS JOIN _dedup_run AS r
-  WHERE d.dedup_phase IN (4, 5)
+  FROM _dedup_archive AS d CROSS JOIN _dedup_run AS r
+  WHERE d.dedup_phase IN (4, 5) AND dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
     AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
     AND canonical_url(d.url, r.url_options) IS NOT NULL
 )
@@ -55,7 +56,7 @@ CREATE TEMP VIEW _dedup_near_texts AS
 SELECT i.pos, i.id, i.rank,
        CASE WHEN i.placeholder = 0 THEN
          (SELECT coalesce(p.fill_parsed, g.parsed)
-          FROM _dedup_prepared AS p JOIN pages AS g ON g.rowid = p.source_rowid
+          FROM _dedup_prepared AS p JOIN _dedup_source AS g ON g.rid = p.source_rowid
           WHERE p.source_rowid = i.id)
        END AS text
 FROM _dedup_near_input AS i;

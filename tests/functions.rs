@@ -40,9 +40,13 @@ fn register_adds_exactly_these_functions_and_modules() {
         [
             "canonical_url",
             "content_hash",
+            "dedup_apply",
             "dedup_debug",
-            "dedup_eval",
+            "dedup_invalid_text",
+            "dedup_plan",
             "dedup_require",
+            "dedup_restore",
+            "dedup_run",
             "dedup_version",
             "hamming_distance",
             "lev_ratio",
@@ -218,8 +222,12 @@ fn error_messages_name_function_problem_and_value() {
         "stop here"
     );
     assert_eq!(
-        err(&db, "SELECT dedup_eval(1)"),
-        "dedup_eval: sql must be TEXT, got integer 1"
+        err(&db, "SELECT dedup_run(1)"),
+        "dedup_run: settings must be a JSON object as TEXT, got integer 1"
+    );
+    assert_eq!(
+        err(&db, "SELECT dedup_run('[1]')"),
+        "dedup_run: settings must be a JSON object, got '[1]'"
     );
 }
 

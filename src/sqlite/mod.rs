@@ -4,6 +4,7 @@
 
 pub mod control;
 pub mod meta;
+pub mod pipeline;
 pub mod scalars;
 pub mod sketches;
 pub mod vtab;
@@ -17,5 +18,6 @@ pub fn register(db: &Connection) -> Result<()> {
     sketches::register(db)?;
     control::register(db)?;
     vtab::register(db)?;
+    pipeline::register(db)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 """Helpers to run the sql/ pipeline phase by phase on a copy of a database."""
 import csv
+import json
 import glob
 import os
 import shutil
@@ -9,6 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
 CORPUS = os.environ.get("DEDUP_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
 PHASES = sorted(glob.glob(os.path.join(ROOT, "sql", "0*.sql")))
+HAS_CORPUS = os.path.exists(os.path.join(CORPUS, "parity-5k.db"))
 
 
 def connect(path):
@@ -41,20 +43,23 @@ def set_settings(conn, **settings):
         conn.execute("INSERT OR REPLACE INTO dedup_settings VALUES (?, ?)", (key, value))
 
 
-def run_phases(conn, phases=PHASES, before=None):
-    """Runs the given phase scripts in one transaction; `before` maps a phase
-    file name to a callable run on the connection before that phase."""
-    conn.execute("BEGIN")
-    try:
-        for path in phases:
-            if before and os.path.basename(path) in before:
-                before[os.path.basename(path)](conn)
-            for statement in split_statements(open(path).read()):
-                conn.execute(statement).fetchall()
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
+def run_phases(conn, before=None, settings=None):
+    """Runs the pipeline and returns its report. With `before` (a phase file
+    name -> callable run on the connection before that phase), the run is
+    planned (dedup_plan), the callable runs, the phases from that file on
+    are run again from sql/ (plain SQL over the plan's temp tables), and the
+    plan is applied (dedup_apply)."""
+    args = (json.dumps(settings),) if settings else ()
+    call = "(?)" if settings else "()"
+    if not before:
+        return conn.execute(f"SELECT dedup_run{call}", args).fetchone()[0]
+    (name, hook), = before.items()
+    conn.execute(f"SELECT dedup_plan{call}", args).fetchone()
+    hook(conn)
+    for path in PHASES[[os.path.basename(p) for p in PHASES].index(name):]:
+        for statement in split_statements(open(path).read()):
+            conn.execute(statement).fetchall()
+    return conn.execute("SELECT dedup_apply()").fetchone()[0]
 
 
 def split_statements(sql):

@@ -1,0 +1,25 @@
+-- Phase 6: the plan. _dedup_removal lists every row the run removes, with
+-- its phase, reason, the row it lost to and the ratio; skipped rows (see
+-- 01_canonicalize.sql) are never in it. The runner then applies the plan in
+-- one transaction: it archives these rows whole in dedup_removed, deletes
+-- them, rewrites the survivors' changed columns (keeping the old values in
+-- dedup_rewritten) and records the run in dedup_runs.
+DROP TABLE IF EXISTS temp._dedup_removal;
+CREATE TEMP TABLE _dedup_removal (
+  source_rowid INTEGER PRIMARY KEY, phase INTEGER, reason TEXT, survivor INTEGER, ratio REAL
+);
+INSERT INTO _dedup_removal
+SELECT source_rowid, 1 AS phase, discard_reason AS reason, NULL AS survivor, NULL AS ratio
+FROM _dedup_prepared WHERE canonical_url IS NULL AND skip_reason IS NULL
+UNION ALL
+SELECT source_rowid, 2, 'same canonical URL', survivor, NULL
+FROM _dedup_url_ranked WHERE survivor <> source_rowid
+UNION ALL
+SELECT source_rowid, 3, 'same content hash', survivor, NULL
+FROM _dedup_content_ranked WHERE survivor <> source_rowid
+UNION ALL
+SELECT source_rowid, 4, 'near duplicate: lev_ratio above threshold', survivor, ratio
+FROM _dedup_near_removed
+UNION ALL
+SELECT source_rowid, 5, 'domain ' || quote(domain) || ' has ' || pages || ' page(s), fewer than n_min', NULL, NULL
+FROM _dedup_domain_removed;

@@ -1,0 +1,425 @@
+//! Applies a plan to the user's table: archive the removed rows whole,
+//! delete them, rewrite the survivors' changed columns, record the run.
+//! Runs inside [`super::atomic::atomically`]: any failure here leaves the
+//! database as it was.
+
+use rusqlite::{params, Connection, ErrorCode};
+
+use super::plan::{drop_temp, planned, Planned};
+use super::report::Report;
+use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
+use super::{fail, DedupError};
+
+/// The survivor columns a run may rewrite: (column, changed, new value),
+/// with `g` the table's row and `p` its row of `_dedup_prepared`.
+const REWRITES: [(&str, &str, &str); 6] = [
+    ("url", "g.{c} IS NOT p.canonical_url", "p.canonical_url"),
+    ("domain", "g.{c} IS NOT p.domain", "p.domain"),
+    (
+        "wayback",
+        "p.wayback IS NOT NULL AND g.{c} IS NOT p.wayback",
+        "p.wayback",
+    ),
+    ("parsed", "p.fill_parsed IS NOT NULL", "p.fill_parsed"),
+    (
+        "content_hash",
+        "g.{c} IS NULL AND p.content_hash IS NOT NULL",
+        "p.content_hash",
+    ),
+    (
+        "length",
+        "g.{c} IS NULL AND p.length IS NOT NULL",
+        "p.length",
+    ),
+];
+
+/// Applies the plan `temp._dedup_planned` describes and drops the plan.
+pub fn apply(db: &Connection) -> Result<Report, DedupError> {
+    let Some(plan) = planned(db)? else {
+        return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
+    };
+    let source = Source::inspect(db, &plan.table)?;
+    let table = source.qualified();
+    ensure_tables(db, &source)?;
+    check_foreign_keys(db, &source)?;
+    let removals: i64 =
+        db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
+
+    // 1. Archive the removed rows whole.
+    let page_cols: Vec<String> = source
+        .columns
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect();
+    let archive_sql = |only: &str| {
+        format!(
+            "INSERT INTO main.dedup_removed ({meta}, {cols})
+         SELECT g.{rowid}, ?1, x.phase, x.reason, x.survivor, x.ratio, {gcols}
+         FROM temp._dedup_removal AS x JOIN {table} AS g ON g.{rowid} = x.source_rowid {only}",
+            meta = ARCHIVE_META.join(", "),
+            cols = page_cols.join(", "),
+            rowid = source.rowid,
+            gcols = page_cols
+                .iter()
+                .map(|c| format!("g.{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    };
+    let archived = db.execute(&archive_sql(""), [plan.run]).map_err(|e| {
+        let one = archive_sql("WHERE x.source_rowid = ?2");
+        located(db, e, "archiving", REMOVED, |id| {
+            db.execute(&one, params![plan.run, id])
+        })
+    })?;
+    if archived as i64 != removals {
+        return fail(format!(
+            "dedup: the table changed since the run was planned, got {archived} of {removals} removed rows to archive; nothing was changed"
+        ));
+    }
+
+    // 2. Keep the survivors' old values of the columns about to change.
+    let rewrites: Vec<(String, String, String)> = REWRITES
+        .iter()
+        .filter(|(c, _, _)| source.has(c))
+        .map(|(c, changed, new)| {
+            (
+                c.to_string(),
+                changed.replace("{c}", &quote_ident(c)),
+                new.to_string(),
+            )
+        })
+        .collect();
+    let survivors = format!(
+        "FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
+         WHERE p.skip_reason IS NULL AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)",
+        rowid = source.rowid
+    );
+    for (c, changed, _) in &rewrites {
+        db.execute(
+            &format!(
+                "INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
+                 SELECT ?1, p.source_rowid, {name}, g.{col} {survivors} AND {changed}",
+                name = quote_literal(c),
+                col = quote_ident(c),
+            ),
+            [plan.run],
+        )?;
+    }
+
+    // 3. Delete the removed rows (before the rewrite: a survivor's new URL
+    //    may be a removed row's old one under UNIQUE(url)).
+    let delete_sql = format!(
+        "DELETE FROM {table} WHERE {rowid} IN (SELECT source_rowid FROM temp._dedup_removal)",
+        rowid = source.rowid
+    );
+    let deleted = db.execute(&delete_sql, []).map_err(|e| {
+        let one = format!("DELETE FROM {table} WHERE {} = ?1", source.rowid);
+        located(db, e, "deleting", REMOVED, |id| db.execute(&one, [id]))
+    })?;
+    if deleted as i64 != removals {
+        return fail(format!(
+            "dedup: deleted {deleted} rows of {removals} planned (a trigger deleted or kept rows); nothing was changed"
+        ));
+    }
+
+    // 4. Rewrite the survivors' changed columns.
+    if !rewrites.is_empty() {
+        let set: Vec<String> = rewrites
+            .iter()
+            .map(|(c, changed, new)| {
+                let q = quote_ident(c);
+                format!("{q} = CASE WHEN {changed} THEN {new} ELSE g.{q} END")
+            })
+            .collect();
+        let any: Vec<&str> = rewrites
+            .iter()
+            .map(|(_, changed, _)| changed.as_str())
+            .collect();
+        let update = |only: &str| {
+            format!(
+                "UPDATE {table} AS g SET {set}
+                 FROM temp._dedup_prepared AS p
+                 WHERE p.source_rowid = g.{rowid} AND p.skip_reason IS NULL {only}
+                   AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+                   AND ({any})",
+                set = set.join(", "),
+                rowid = source.rowid,
+                any = any.join(" OR ")
+            )
+        };
+        db.execute(&update(""), []).map_err(|e| {
+            let one = update("AND p.source_rowid = ?1");
+            located(db, e, "rewriting", KEPT, |id| db.execute(&one, [id]))
+        })?;
+    }
+
+    // 5. Domain counts, the run's record, the explanation view.
+    db.execute_batch(
+        "DELETE FROM main.dedup_domains;
+         INSERT INTO main.dedup_domains
+         SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
+         WHERE c.pages >= r.n_min OR c.domain IS NULL;",
+    )?;
+    let report = Report::read(db, &plan)?;
+    record_run(db, &plan, &report)?;
+    create_why_view(db, &source)?;
+    drop_temp(db)?;
+    Ok(report)
+}
+
+/// Creates the archive tables on first use and brings them up to date:
+/// a column `pages` gained since is added to `dedup_removed` (untyped, so
+/// values are kept exactly); an old `dedup_rewritten` is converted.
+fn ensure_tables(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    for (name, create) in [
+        (
+            "dedup_runs",
+            "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
+        ),
+        (
+            "dedup_removed",
+            "CREATE TABLE main.dedup_removed (dedup_rowid INTEGER, dedup_run INTEGER, dedup_phase INTEGER, dedup_reason TEXT, dedup_survivor INTEGER, dedup_ratio REAL)",
+        ),
+        (
+            "dedup_rewritten",
+            "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)",
+        ),
+        (
+            "dedup_domains",
+            "CREATE TABLE main.dedup_domains (domain TEXT PRIMARY KEY, pages INTEGER)",
+        ),
+    ] {
+        match schema::object_type(db, name)?.as_deref() {
+            None => db.execute_batch(create)?,
+            Some("table") => {}
+            Some(other) => {
+                return fail(format!(
+                    "dedup: {name} must be a table this extension created, got a {other}"
+                ))
+            }
+        }
+    }
+    let runs = schema::columns(db, "dedup_runs")?;
+    if !runs.iter().any(|c| c.name.eq_ignore_ascii_case("report")) {
+        db.execute_batch("ALTER TABLE main.dedup_runs ADD COLUMN report TEXT")?;
+    }
+    let archived = schema::columns(db, "dedup_removed")?;
+    for c in &source.columns {
+        if !archived
+            .iter()
+            .any(|a| a.name.eq_ignore_ascii_case(&c.name))
+        {
+            db.execute_batch(&format!(
+                "ALTER TABLE main.dedup_removed ADD COLUMN {}",
+                quote_ident(&c.name)
+            ))?;
+        }
+    }
+    upgrade_rewritten(db)?;
+    Ok(())
+}
+
+/// Version 0.1 kept one wide row per survivor in `dedup_rewritten`; this
+/// version keeps one row per rewritten column. Converts the old form.
+pub fn upgrade_rewritten(db: &Connection) -> Result<(), DedupError> {
+    let cols = schema::columns(db, "dedup_rewritten")?;
+    if !cols.iter().any(|c| c.name == "parsed_was_null") {
+        return Ok(());
+    }
+    db.execute_batch(
+        "ALTER TABLE main.dedup_rewritten RENAME TO _dedup_rewritten_v1;
+         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value);
+         INSERT INTO main.dedup_rewritten
+           SELECT dedup_run, dedup_rowid, 'url', url FROM main._dedup_rewritten_v1
+           UNION ALL SELECT dedup_run, dedup_rowid, 'domain', domain FROM main._dedup_rewritten_v1
+           UNION ALL SELECT dedup_run, dedup_rowid, 'wayback', wayback FROM main._dedup_rewritten_v1
+           UNION ALL SELECT dedup_run, dedup_rowid, 'parsed', NULL FROM main._dedup_rewritten_v1 WHERE parsed_was_null
+           UNION ALL SELECT dedup_run, dedup_rowid, 'content_hash', content_hash FROM main._dedup_rewritten_v1
+           UNION ALL SELECT dedup_run, dedup_rowid, 'length', length FROM main._dedup_rewritten_v1;
+         DROP TABLE main._dedup_rewritten_v1;",
+    )?;
+    Ok(())
+}
+
+/// A foreign key into the pages table: (child table, key id, [(child
+/// column, parent column or NULL for the primary key)]).
+type ForeignKey = (String, i64, Vec<(String, Option<String>)>);
+
+/// With `PRAGMA foreign_keys` on, a removed row that another table
+/// references (or a rewritten column it references) would fail the run or
+/// cascade into that table: refused first, naming the row and the table.
+fn check_foreign_keys(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    let on: bool = db.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+    if !on {
+        return Ok(());
+    }
+    let mut stmt = db.prepare(
+        "SELECT m.name, f.id, f.\"from\", f.\"to\" FROM main.sqlite_schema AS m, pragma_foreign_key_list(m.name, 'main') AS f
+         WHERE m.type = 'table' AND lower(f.\"table\") = lower(?1) ORDER BY m.name, f.id, f.seq",
+    )?;
+    // (child table, key id, [(child column, parent column or NULL)])
+    let mut keys: Vec<ForeignKey> = Vec::new();
+    for row in stmt.query_map([&source.table], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
+    })? {
+        let (child, id, from, to) = row?;
+        match keys.last_mut() {
+            Some((c, i, cols)) if *c == child && *i == id => cols.push((from, to)),
+            _ => keys.push((child, id, vec![(from, to)])),
+        }
+    }
+    let pk: Vec<String> = {
+        let mut pk: Vec<_> = source.columns.iter().filter(|c| c.pk > 0).collect();
+        pk.sort_by_key(|c| c.pk);
+        pk.into_iter().map(|c| c.name.clone()).collect()
+    };
+    for (child, _, cols) in keys {
+        let pairs: Vec<(String, String)> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, (from, to))| {
+                let parent = to
+                    .clone()
+                    .or_else(|| pk.get(i).cloned())
+                    .unwrap_or_default();
+                (from.clone(), parent)
+            })
+            .collect();
+        let on = pairs
+            .iter()
+            .map(|(f, t)| format!("c.{} = g.{}", quote_ident(f), quote_ident(t)))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let found: Option<i64> = rusqlite::OptionalExtension::optional(db.query_row(
+            &format!(
+                "SELECT g.{rowid} FROM main.{child} AS c JOIN {table} AS g ON {on}
+                 WHERE g.{rowid} IN (SELECT source_rowid FROM temp._dedup_removal) LIMIT 1",
+                rowid = source.rowid,
+                child = quote_ident(&child),
+                table = source.qualified(),
+            ),
+            [],
+            |r| r.get(0),
+        ))?;
+        if let Some(rowid) = found {
+            let cols: Vec<&str> = pairs.iter().map(|(f, _)| f.as_str()).collect();
+            return fail(format!(
+                "dedup: rowid {rowid} of {} is a duplicate to remove, but {}.{} references it (foreign key); nothing was changed (re-point or delete the referencing rows, or run with PRAGMA foreign_keys = OFF)",
+                quote_ident(&source.table),
+                quote_ident(&child),
+                cols.join(",")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Records the run in `dedup_runs`.
+fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), DedupError> {
+    db.execute(
+        "INSERT INTO main.dedup_runs (run, finished, rows_before, rows_after, settings, report)
+         VALUES (?1, datetime('now'), ?2, ?3, ?4, ?5)",
+        params![
+            plan.run,
+            plan.rows_before,
+            report.rows_after,
+            plan.settings,
+            report.to_json()
+        ],
+    )?;
+    Ok(())
+}
+
+/// `dedup_why`: for every removed row, why it left and the final survivor
+/// it lost to (following survivors that later phases or runs removed).
+/// Plain SQL in the user's database: readable without the extension.
+fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    match schema::object_type(db, "dedup_why")?.as_deref() {
+        None | Some("view") => {}
+        Some(_) => return Ok(()), // a user's own object of that name stays
+    }
+    let url = if source.has("url") { "d.url" } else { "NULL" };
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS main.dedup_why;
+         CREATE VIEW main.dedup_why AS
+         WITH RECURSIVE chain(start, run, phase, at, path, depth) AS (
+           SELECT d.rowid, d.dedup_run, d.dedup_phase, d.dedup_survivor, CAST(d.dedup_rowid AS TEXT), 0
+           FROM dedup_removed AS d
+           UNION ALL
+           SELECT c.start, n.dedup_run, n.dedup_phase, n.dedup_survivor, c.path || ' -> ' || c.at, c.depth + 1
+           FROM chain AS c JOIN dedup_removed AS n
+             ON n.dedup_rowid = c.at AND (n.dedup_run > c.run OR (n.dedup_run = c.run AND n.dedup_phase >= c.phase))
+           WHERE c.at IS NOT NULL AND c.depth < 100
+         ),
+         last AS (
+           SELECT start, at, path, phase, max(depth) FROM chain GROUP BY start
+         )
+         SELECT d.dedup_rowid AS rowid, {url} AS url, d.dedup_run AS run, d.dedup_phase AS phase,
+                d.dedup_reason AS reason, d.dedup_ratio AS ratio, d.dedup_survivor AS survivor,
+                l.at AS final_survivor,
+                CASE WHEN l.at IS NULL THEN NULL ELSE l.path || ' -> ' || l.at END AS chain,
+                (SELECT {qurl} FROM {table} WHERE {rowid} = l.at) AS final_url
+         FROM dedup_removed AS d JOIN last AS l ON l.start = d.rowid;",
+        qurl = if source.has("url") { quote_ident("url") } else { "NULL".into() },
+        table = quote_ident(&source.table),
+        rowid = source.rowid,
+    ))?;
+    Ok(())
+}
+
+/// The rows a run removes, in rowid order.
+const REMOVED: &str = "SELECT source_rowid FROM temp._dedup_removal ORDER BY source_rowid";
+/// The rows a run keeps (and may rewrite), in rowid order.
+const KEPT: &str = "SELECT source_rowid FROM temp._dedup_prepared WHERE skip_reason IS NULL
+    AND source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal) ORDER BY source_rowid";
+
+/// An error of a bulk statement. For a constraint (a UNIQUE index, a CHECK,
+/// a trigger's RAISE), `one` (the statement for one rowid) is retried on each
+/// row of `rows` in a savepoint that is then rolled back, to name the first
+/// row that fails.
+fn located(
+    db: &Connection,
+    e: rusqlite::Error,
+    doing: &str,
+    rows: &str,
+    one: impl Fn(i64) -> rusqlite::Result<usize>,
+) -> DedupError {
+    let generic = || {
+        DedupError::new(format!(
+            "dedup: {doing} rows failed, nothing was changed: {e}"
+        ))
+    };
+    let constraint = matches!(e.sqlite_error_code(), Some(ErrorCode::ConstraintViolation));
+    if !constraint || db.is_autocommit() || db.execute_batch("SAVEPOINT dedup_locate").is_err() {
+        return generic();
+    }
+    let ids: Vec<i64> = db
+        .prepare(rows)
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .unwrap_or_default();
+    let mut found = None;
+    for id in ids {
+        if let Err(err) = one(id) {
+            found = Some((id, err));
+            break;
+        }
+        if db.is_autocommit() {
+            break;
+        }
+    }
+    if !db.is_autocommit() {
+        let _ = db.execute_batch("ROLLBACK TO dedup_locate; RELEASE dedup_locate");
+    }
+    match found {
+        Some((id, err)) => DedupError::new(format!(
+            "dedup: {doing} rowid {id} failed, nothing was changed: {err}"
+        )),
+        None => generic(),
+    }
+}

@@ -1,0 +1,167 @@
+//! The pipeline runner: `dedup_run()` plans a run with the SQL phases of
+//! `sql/` (embedded) and applies it, all in one statement and one
+//! transaction; `dedup_plan()` / `dedup_apply()` do the two halves (a dry
+//! run, then the writes); `dedup_restore()` undoes the latest run.
+
+pub mod apply;
+pub mod atomic;
+pub mod plan;
+pub mod report;
+pub mod restore;
+pub mod schema;
+pub mod settings;
+
+use std::fmt;
+
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Error, Result};
+
+use atomic::{atomically, Lock};
+use settings::Settings;
+
+use crate::sqlite::scalars::{check_arity, describe, user_error, PURE};
+
+/// An error of a run, as the message the caller sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DedupError(String);
+
+impl DedupError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        DedupError(message.into())
+    }
+}
+
+impl fmt::Display for DedupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Error> for DedupError {
+    fn from(e: Error) -> Self {
+        DedupError(match e {
+            Error::SqliteFailure(_, Some(m)) => m,
+            other => other.to_string(),
+        })
+    }
+}
+
+impl From<DedupError> for Error {
+    fn from(e: DedupError) -> Self {
+        Error::UserFunctionError(e.0.into())
+    }
+}
+
+/// `Err(DedupError(message))`.
+pub fn fail<T>(message: String) -> std::result::Result<T, DedupError> {
+    Err(DedupError(message))
+}
+
+/// Flags of the runner's functions: they write, so never in views,
+/// triggers or schema objects, and never twice per statement as constants.
+const WRITES: FunctionFlags = FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
+
+/// The settings JSON of argument 0, if given and not NULL.
+fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
+    check_arity(ctx, function, 0, 1)?;
+    if ctx.is_empty() {
+        return Ok(None);
+    }
+    match ctx.get_raw(0) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .map(|s| Some(s.to_owned()))
+            .map_err(|_| {
+                user_error(
+                    function,
+                    "settings are not valid UTF-8",
+                    &describe(ctx.get_raw(0)),
+                )
+            }),
+        other => Err(user_error(
+            function,
+            "settings must be a JSON object as TEXT",
+            &describe(other),
+        )),
+    }
+}
+
+/// Reads the settings (outside any transaction: only the busy timeout is
+/// needed before it starts; the plan reads them again inside).
+fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Settings, DedupError> {
+    settings::read(db, json)
+}
+
+/// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore` and
+/// `dedup_invalid_text`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
+        let json = settings_arg(ctx, "dedup_run")?;
+        // Safety: the handle is the connection running this function, used
+        // on this thread for the duration of the call.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
+            let s = read_settings(db, json.as_deref())?;
+            plan::plan(db, &s)?;
+            apply::apply(db)
+        })?;
+        Ok(report.to_text())
+    })?;
+    db.create_scalar_function("dedup_plan", -1, WRITES, |ctx| {
+        let json = settings_arg(ctx, "dedup_plan")?;
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
+            let s = read_settings(db, json.as_deref())?;
+            let planned = plan::plan(db, &s)?;
+            report::Report::read(db, &planned)
+        })?;
+        Ok(format!(
+            "{}\n(planned, not applied: SELECT dedup_apply() applies it)",
+            report.to_text().replacen("run ", "plan for run ", 1)
+        ))
+    })?;
+    db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, None)?.busy_timeout;
+        let report = atomically(&db, Lock::Write, timeout, "dedup_apply", apply::apply)?;
+        Ok(report.to_text())
+    })?;
+    db.create_scalar_function("dedup_restore", 0, WRITES, |ctx| {
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, None).map_or(5000, |s| s.busy_timeout);
+        Ok(atomically(
+            &db,
+            Lock::Write,
+            timeout,
+            "dedup_restore",
+            restore::restore,
+        )?)
+    })?;
+    db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
+        for (i, name) in ["url", "content", "parsed"].into_iter().enumerate() {
+            match ctx.get_raw(i) {
+                ValueRef::Blob(_) => return Ok(Some(format!("{name} is a BLOB"))),
+                ValueRef::Text(t) => {
+                    if let Err(e) = std::str::from_utf8(t) {
+                        return Ok(Some(format!(
+                            "{name} is not valid UTF-8 (byte {})",
+                            e.valid_up_to()
+                        )));
+                    }
+                }
+                ValueRef::Integer(_) => return Ok(Some(format!("{name} is an integer, not TEXT"))),
+                ValueRef::Real(_) => return Ok(Some(format!("{name} is a real, not TEXT"))),
+                ValueRef::Null => {}
+            }
+        }
+        Ok(None)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! Phases 1–6 as the SQL scripts of `sql/` (embedded in the binary): they
+//! read the user's table through temp views and write only temp tables, so
+//! planning a run changes nothing a user can see.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
+use super::settings::{self, Settings};
+use super::{fail, DedupError};
+
+/// The phase scripts, in order, with their file names.
+pub const PHASES: [(&str, &str); 6] = [
+    (
+        "01_canonicalize.sql",
+        include_str!("../../../sql/01_canonicalize.sql"),
+    ),
+    (
+        "02_url_winners.sql",
+        include_str!("../../../sql/02_url_winners.sql"),
+    ),
+    (
+        "03_content_winners.sql",
+        include_str!("../../../sql/03_content_winners.sql"),
+    ),
+    (
+        "04_near_dups.sql",
+        include_str!("../../../sql/04_near_dups.sql"),
+    ),
+    (
+        "05_domains.sql",
+        include_str!("../../../sql/05_domains.sql"),
+    ),
+    (
+        "06_removals.sql",
+        include_str!("../../../sql/06_removals.sql"),
+    ),
+];
+
+/// Every temp object a plan leaves, dropped once it is applied.
+pub const TEMP_OBJECTS: [(&str, &str); 16] = [
+    ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_removal"),
+    ("TABLE", "_dedup_domain_removed"),
+    ("TABLE", "_dedup_domain_counts"),
+    ("TABLE", "_dedup_near_removed"),
+    ("VIEW", "_dedup_lsh_pairs"),
+    ("TABLE", "_dedup_lsh_bands"),
+    ("VIEW", "_dedup_near_texts"),
+    ("TABLE", "_dedup_near_input"),
+    ("TABLE", "_dedup_exact_winners"),
+    ("TABLE", "_dedup_content_ranked"),
+    ("TABLE", "_dedup_url_ranked"),
+    ("TABLE", "_dedup_prepared"),
+    ("TABLE", "_dedup_run"),
+    ("VIEW", "_dedup_archive"),
+    ("VIEW", "_dedup_source"),
+];
+
+/// A planned run, as `temp._dedup_planned` records it.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The run's number.
+    pub run: i64,
+    /// The table it deduplicates.
+    pub table: String,
+    /// The settings as JSON (for `dedup_runs.settings`).
+    pub settings: String,
+    /// Rows of the table when planned.
+    pub rows_before: i64,
+}
+
+/// Plans a run: checks the table and the earlier runs' tables, writes the
+/// temp inputs, runs the phase scripts and records the plan.
+pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
+    drop_temp(db)?;
+    let source = Source::inspect(db, &s.table)?;
+    let run = next_run(db)?;
+    source.create_view(db)?;
+    create_archive_view(db, &source)?;
+    let rows_before: i64 = db.query_row(
+        &format!("SELECT count(*) FROM {}", source.qualified()),
+        [],
+        |r| r.get(0),
+    )?;
+    settings::write_run_row(db, s, run, rows_before)?;
+    for (name, sql) in PHASES {
+        db.execute_batch(sql).map_err(|e| {
+            DedupError::new(match e {
+                // Our own messages already say what is wrong.
+                rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
+                other => format!("dedup: phase {name} failed: {other}"),
+            })
+        })?;
+    }
+    let planned = Planned {
+        run,
+        table: source.table.clone(),
+        settings: s.to_json(db)?,
+        rows_before,
+    };
+    db.execute_batch(
+        "CREATE TEMP TABLE _dedup_planned (run INTEGER, tbl TEXT, settings TEXT, rows_before INTEGER)",
+    )?;
+    db.execute(
+        "INSERT INTO temp._dedup_planned VALUES (?1, ?2, ?3, ?4)",
+        params![run, planned.table, planned.settings, rows_before],
+    )?;
+    Ok(planned)
+}
+
+/// The plan left by [`plan`] in this connection, if any.
+pub fn planned(db: &Connection) -> Result<Option<Planned>, DedupError> {
+    let exists: bool = db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE name = '_dedup_planned')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(None);
+    }
+    Ok(db
+        .query_row(
+            "SELECT run, tbl, settings, rows_before FROM temp._dedup_planned",
+            [],
+            |r| {
+                Ok(Planned {
+                    run: r.get(0)?,
+                    table: r.get(1)?,
+                    settings: r.get(2)?,
+                    rows_before: r.get(3)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// Drops every temp object of a plan.
+pub fn drop_temp(db: &Connection) -> rusqlite::Result<()> {
+    let sql: String = TEMP_OBJECTS
+        .iter()
+        .map(|(kind, name)| format!("DROP {kind} IF EXISTS temp.{name};"))
+        .collect();
+    db.execute_batch(&sql)
+}
+
+/// The number of the next run: one more than the largest in `dedup_runs`.
+/// A `dedup_runs` that is not this extension's table is refused.
+pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
+    match schema::object_type(db, "dedup_runs")?.as_deref() {
+        None => return Ok(1),
+        Some("table") => {}
+        Some(other) => {
+            return fail(format!(
+                "dedup: dedup_runs must be a table this extension created, got a {other}"
+            ))
+        }
+    }
+    let bad: Option<String> = db
+        .query_row(
+            "SELECT quote(run) FROM main.dedup_runs WHERE typeof(run) <> 'integer' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| DedupError::new(format!("dedup: dedup_runs has no column run, got {e}")))?;
+    if let Some(v) = bad {
+        return fail(format!(
+            "dedup: dedup_runs.run must hold integers, got {}",
+            settings::truncate(&v, 60)
+        ));
+    }
+    let max: Option<i64> =
+        db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?;
+    Ok(max.unwrap_or(0) + 1)
+}
+
+/// `temp._dedup_archive`: the rows earlier runs removed from this table
+/// (`dedup_rowid`, `dedup_phase`, `url`, `content`, `parsed`), or no rows.
+fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    let body = match schema::object_type(db, "dedup_removed")?.as_deref() {
+        None => "SELECT NULL AS dedup_rowid, NULL AS dedup_phase, NULL AS url, NULL AS content, NULL AS parsed WHERE 0".to_string(),
+        Some("table") => {
+            let cols = schema::columns(db, "dedup_removed")?;
+            let has = |c: &str| cols.iter().any(|x| x.name.eq_ignore_ascii_case(c));
+            if let Some(m) = ARCHIVE_META.iter().find(|m| !has(m)) {
+                return fail(format!(
+                    "dedup: dedup_removed lacks its column {m}, got a table this extension did not create"
+                ));
+            }
+            let col = |c: &str| {
+                if has(c) {
+                    quote_ident(c)
+                } else {
+                    "NULL".into()
+                }
+            };
+            // Only runs on this table (the table name is in each run's settings).
+            let runs = if schema::object_type(db, "dedup_runs")?.as_deref() == Some("table") {
+                format!(
+                    "AND dedup_run IN (SELECT run FROM main.dedup_runs WHERE lower(CASE WHEN json_valid(settings) THEN coalesce(json_extract(settings, '$.table'), 'pages') ELSE 'pages' END) = lower({}))",
+                    quote_literal(&source.table)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "SELECT dedup_rowid, dedup_phase, {} AS url, {} AS content, {} AS parsed FROM main.dedup_removed WHERE typeof(dedup_rowid) = 'integer' {runs}",
+                col("url"),
+                col("content"),
+                col("parsed")
+            )
+        }
+        Some(other) => {
+            return fail(format!(
+                "dedup: dedup_removed must be a table this extension created, got a {other}"
+            ))
+        }
+    };
+    db.execute_batch(&format!("CREATE TEMP VIEW _dedup_archive AS {body};"))?;
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! What a run did: rows before and after, removals per phase, rows skipped
+//! for bad values. Printed by `dedup_run()`, kept as JSON in
+//! `dedup_runs.report`.
+
+use rusqlite::Connection;
+
+use super::plan::Planned;
+use super::DedupError;
+
+/// Skipped rows named one by one in the report; the rest are counted.
+pub const SKIPPED_LISTED: usize = 20;
+
+/// The report of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The run's number.
+    pub run: i64,
+    /// Rows before the run.
+    pub rows_before: i64,
+    /// Rows after it.
+    pub rows_after: i64,
+    /// (phase, rows removed), phases that removed nothing left out.
+    pub removed: Vec<(i64, i64)>,
+    /// The first skipped rows: (rowid, why).
+    pub skipped: Vec<(i64, String)>,
+    /// How many rows were skipped in all.
+    pub skipped_total: i64,
+}
+
+/// What each phase removes, for the report.
+pub fn phase_name(phase: i64) -> &'static str {
+    match phase {
+        1 => "URL ignored/unparseable",
+        2 => "same canonical URL",
+        3 => "same content hash",
+        4 => "near duplicate",
+        5 => "small domain",
+        _ => "unknown phase",
+    }
+}
+
+impl Report {
+    /// Reads the report of the plan in the temp tables.
+    pub fn read(db: &Connection, plan: &Planned) -> Result<Report, DedupError> {
+        let removed: Vec<(i64, i64)> = db
+            .prepare(
+                "SELECT phase, count(*) FROM temp._dedup_removal GROUP BY phase ORDER BY phase",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let skipped: Vec<(i64, String)> = db
+            .prepare(&format!(
+                "SELECT source_rowid, skip_reason FROM temp._dedup_prepared
+                 WHERE skip_reason IS NOT NULL ORDER BY source_rowid LIMIT {SKIPPED_LISTED}"
+            ))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let skipped_total: i64 = db.query_row(
+            "SELECT count(*) FROM temp._dedup_prepared WHERE skip_reason IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        let gone: i64 = removed.iter().map(|(_, n)| n).sum();
+        Ok(Report {
+            run: plan.run,
+            rows_before: plan.rows_before,
+            rows_after: plan.rows_before - gone,
+            removed,
+            skipped,
+            skipped_total,
+        })
+    }
+
+    /// The report as the shell prints it, one line per fact.
+    ///
+    /// ```
+    /// use dedup::sqlite::pipeline::report::Report;
+    /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
+    ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1 };
+    /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  skipped: rowid 4, content is a BLOB");
+    /// ```
+    pub fn to_text(&self) -> String {
+        let mut lines = vec![format!(
+            "run {}: {} rows -> {} rows",
+            self.run, self.rows_before, self.rows_after
+        )];
+        for (phase, n) in &self.removed {
+            lines.push(format!(
+                "  phase {phase} ({}): {n} removed",
+                phase_name(*phase)
+            ));
+        }
+        for (rowid, why) in &self.skipped {
+            lines.push(format!("  skipped: rowid {rowid}, {why}"));
+        }
+        let more = self.skipped_total - self.skipped.len() as i64;
+        if more > 0 {
+            lines.push(format!(
+                "  skipped: {more} more rows with bad values (SELECT rowid FROM pages WHERE dedup_invalid_text(url, content, parsed) IS NOT NULL)"
+            ));
+        }
+        lines.join("\n")
+    }
+
+    /// The report as a JSON object.
+    pub fn to_json(&self) -> String {
+        let removed: Vec<String> = self
+            .removed
+            .iter()
+            .map(|(p, n)| format!("\"{p}\":{n}"))
+            .collect();
+        let skipped: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|(rowid, why)| format!("{{\"rowid\":{rowid},\"reason\":{}}}", json_string(why)))
+            .collect();
+        format!(
+            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{}}}",
+            self.run,
+            self.rows_before,
+            self.rows_after,
+            removed.join(","),
+            skipped.join(","),
+            self.skipped_total
+        )
+    }
+}
+
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -1,0 +1,244 @@
+//! Undoes the latest run: every archived row back into the table (under a
+//! new rowid when a later crawl took its old one), the survivors' rewritten
+//! columns back to their old values, then the run forgotten. Runs inside
+//! [`super::atomic::atomically`]: all of it or nothing.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::apply::upgrade_rewritten;
+use super::plan::next_run;
+use super::schema::{self, quote_ident, Source, ARCHIVE_META};
+use super::settings::truncate;
+use super::{fail, DedupError};
+
+/// Rowid changes named one by one in the message; the rest are counted.
+const MOVED_LISTED: usize = 20;
+
+/// Restores the latest run; returns what was done, in words.
+pub fn restore(db: &Connection) -> Result<String, DedupError> {
+    if schema::object_type(db, "dedup_runs")?.is_none() {
+        return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database)".into());
+    }
+    let last = next_run(db)? - 1;
+    let Some((run, settings)) = db
+        .query_row(
+            "SELECT run, settings FROM main.dedup_runs WHERE run = ?1",
+            [last],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, rusqlite::types::Value>(1)?)),
+        )
+        .optional()?
+    else {
+        return fail("dedup_restore: nothing to undo, got no run in dedup_runs".into());
+    };
+    let table = match settings {
+        rusqlite::types::Value::Text(json) => db
+            .query_row(
+                "SELECT CASE WHEN json_valid(?1) THEN json_extract(?1, '$.table') END",
+                [json],
+                |r| r.get::<_, Option<rusqlite::types::Value>>(0),
+            )?
+            .map(|v| match v {
+                rusqlite::types::Value::Text(t) => Ok(t),
+                _ => fail(format!(
+                    "dedup_restore: the table of run {run} must be a name, got a value of another type in dedup_runs.settings"
+                )),
+            })
+            .transpose()?
+            .unwrap_or_else(|| "pages".into()),
+        _ => "pages".into(),
+    };
+    let source = Source::inspect(db, &table)?;
+    let t = source.qualified();
+    for name in ["dedup_removed", "dedup_rewritten"] {
+        match schema::object_type(db, name)?.as_deref() {
+            Some("table") => {}
+            None if name == "dedup_rewritten" => {
+                db.execute_batch("CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)")?;
+            }
+            other => {
+                return fail(format!(
+                "dedup_restore: {name} must be the archive table this extension created, got {}",
+                other.map_or("none".to_string(), |k| format!("a {k}"))
+            ))
+            }
+        }
+    }
+    let archive_cols = schema::columns(db, "dedup_removed")?;
+    if let Some(m) = ARCHIVE_META
+        .iter()
+        .find(|m| !archive_cols.iter().any(|c| c.name.eq_ignore_ascii_case(m)))
+    {
+        return fail(format!(
+            "dedup_restore: dedup_removed lacks its column {m}, got a table this extension did not create"
+        ));
+    }
+    upgrade_rewritten(db)?;
+
+    // Columns: archived ∩ table; archived-only ones are reported.
+    let data_cols: Vec<&str> = archive_cols
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|n| !ARCHIVE_META.iter().any(|m| n.eq_ignore_ascii_case(m)))
+        .collect();
+    let (common, lost): (Vec<&str>, Vec<&str>) = data_cols.iter().partition(|c| source.has(c));
+    let mut notes = Vec::new();
+    for c in &lost {
+        let values: i64 = db.query_row(
+            &format!(
+                "SELECT count({}) FROM main.dedup_removed WHERE dedup_run = ?1",
+                quote_ident(c)
+            ),
+            [run],
+            |r| r.get(0),
+        )?;
+        if values > 0 {
+            notes.push(format!(
+                "column {} is no longer in {}: its {values} archived value(s) were not restored",
+                quote_ident(c),
+                quote_ident(&source.table)
+            ));
+        }
+    }
+
+    // 1. Survivors' rewritten columns back to their old values.
+    let names: Vec<String> = db
+        .prepare("SELECT DISTINCT name FROM main.dedup_rewritten WHERE dedup_run = ?1 AND typeof(name) = 'text'")?
+        .query_map([run], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for name in &names {
+        let Some(col) = source
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+        else {
+            continue;
+        };
+        let q = quote_ident(&col.name);
+        db.execute(
+            &format!(
+                "UPDATE {t} AS g SET {q} = w.value FROM main.dedup_rewritten AS w
+                 WHERE w.dedup_run = ?1 AND w.name = ?2 AND w.dedup_rowid = g.{rowid}",
+                rowid = source.rowid
+            ),
+            params![run, name],
+        )
+        .map_err(|e| {
+            DedupError::new(format!(
+                "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}"
+            ))
+        })?;
+    }
+    let survivors: i64 = db.query_row(
+        "SELECT count(DISTINCT dedup_rowid) FROM main.dedup_rewritten WHERE dedup_run = ?1",
+        [run],
+        |r| r.get(0),
+    )?;
+
+    // 2. Archived rows back: on their own rowid when it is free, else on a
+    //    new one (a later crawl took it).
+    let rowid = source.rowid;
+    let taken: Vec<(i64, Option<i64>)> = db
+        .prepare(&format!(
+            "SELECT rowid, CASE WHEN typeof(dedup_rowid) = 'integer' THEN dedup_rowid END FROM main.dedup_removed
+             WHERE dedup_run = ?1 AND NOT (typeof(dedup_rowid) = 'integer' AND dedup_rowid NOT IN (SELECT {rowid} FROM {t}))
+             ORDER BY rowid"
+        ))?
+        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let quoted: Vec<String> = common.iter().map(|c| quote_ident(c)).collect();
+    let ipk = source.rowid_column.as_deref();
+    // With an INTEGER PRIMARY KEY column, the archived column is the rowid.
+    let ipk_archived = ipk.filter(|k| common.iter().any(|c| c.eq_ignore_ascii_case(k)));
+    let (free_target, free_values) = match ipk_archived {
+        Some(_) => (quoted.join(", "), quoted.join(", ")),
+        None => {
+            let mut target = vec![rowid.to_string()];
+            let mut values = vec!["dedup_rowid".to_string()];
+            target.extend(quoted.iter().cloned());
+            values.extend(quoted.iter().cloned());
+            (target.join(", "), values.join(", "))
+        }
+    };
+    let back = db
+        .execute(
+            &format!(
+                "INSERT INTO {t} ({free_target}) SELECT {free_values} FROM main.dedup_removed
+                 WHERE dedup_run = ?1 AND typeof(dedup_rowid) = 'integer' AND dedup_rowid NOT IN (SELECT {rowid} FROM {t})
+                 ORDER BY dedup_rowid"
+            ),
+            [run],
+        )
+        .map_err(|e| {
+            DedupError::new(format!(
+                "dedup_restore: putting the rows of run {run} back failed, nothing was changed: {e}"
+            ))
+        })?;
+    let movable: Vec<String> = common
+        .iter()
+        .filter(|c| ipk_archived.map_or(true, |k| !c.eq_ignore_ascii_case(k)))
+        .map(|c| quote_ident(c))
+        .collect();
+    let mut moved = Vec::new();
+    for (archive_row, old) in &taken {
+        let sql = if movable.is_empty() {
+            format!("INSERT INTO {t} DEFAULT VALUES")
+        } else {
+            format!(
+                "INSERT INTO {t} ({cols}) SELECT {cols} FROM main.dedup_removed WHERE rowid = ?1",
+                cols = movable.join(", ")
+            )
+        };
+        let result = if movable.is_empty() {
+            db.execute(&sql, [])
+        } else {
+            db.execute(&sql, [archive_row])
+        };
+        result.map_err(|e| {
+            DedupError::new(format!(
+                "dedup_restore: putting back rowid {} failed, nothing was changed: {e}",
+                old.map_or("(not an integer)".to_string(), |o| o.to_string())
+            ))
+        })?;
+        moved.push((*old, db.last_insert_rowid()));
+    }
+
+    // 3. Forget the run.
+    db.execute("DELETE FROM main.dedup_removed WHERE dedup_run = ?1", [run])?;
+    db.execute(
+        "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
+        [run],
+    )?;
+    db.execute("DELETE FROM main.dedup_runs WHERE run = ?1", [run])?;
+
+    let mut out = format!(
+        "restored run {run}: {} row(s) back in {}, {survivors} survivor(s) given back their old values",
+        back + moved.len(),
+        quote_ident(&source.table)
+    );
+    if !moved.is_empty() {
+        let listed: Vec<String> = moved
+            .iter()
+            .take(MOVED_LISTED)
+            .map(|(old, new)| {
+                format!(
+                    "{} -> {new}",
+                    old.map_or("?".to_string(), |o| o.to_string())
+                )
+            })
+            .collect();
+        let more = if moved.len() > MOVED_LISTED {
+            format!(" and {} more", moved.len() - MOVED_LISTED)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\n  {} row(s) under new rowids (later rows took their old ones): {}{more}",
+            moved.len(),
+            listed.join(", ")
+        ));
+    }
+    for n in notes {
+        out.push_str(&format!("\n  {}", truncate(&n, 300)));
+    }
+    Ok(out)
+}

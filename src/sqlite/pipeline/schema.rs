@@ -1,0 +1,272 @@
+//! What the pipeline reads of the user's schema: the pages table, its
+//! columns and rowid, and the one helper that quotes names into SQL.
+
+use rusqlite::{Connection, OptionalExtension, Result};
+
+use super::settings::excerpt;
+use super::{fail, DedupError};
+
+/// The columns the phase scripts read; a table may lack all but `url` and
+/// one of `content`/`parsed` (absent ones read as NULL, never written).
+pub const PAGE_COLUMNS: [&str; 11] = [
+    "url",
+    "domain",
+    "title",
+    "content",
+    "parsed",
+    "length",
+    "content_hash",
+    "datetime",
+    "crawled",
+    "category",
+    "wayback",
+];
+
+/// The columns of `dedup_removed` before the copied page columns.
+pub const ARCHIVE_META: [&str; 6] = [
+    "dedup_rowid",
+    "dedup_run",
+    "dedup_phase",
+    "dedup_reason",
+    "dedup_survivor",
+    "dedup_ratio",
+];
+
+/// `name` as an SQL identifier: in double quotes, inner quotes doubled.
+/// Every table or column name that reaches generated SQL goes through here.
+///
+/// ```
+/// use dedup::sqlite::pipeline::schema::quote_ident;
+/// assert_eq!(quote_ident("pages"), "\"pages\"");
+/// assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+/// ```
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `text` as an SQL string literal: in single quotes, inner quotes doubled.
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The type (`table`, `view`, `index`, `trigger`) of the main-schema object
+/// called `name` (case-insensitive), if there is one.
+pub fn object_type(db: &Connection, name: &str) -> Result<Option<String>> {
+    db.query_row(
+        "SELECT type FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
+        [name],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// One column of a table, as `pragma_table_xinfo` describes it.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Its name as declared.
+    pub name: String,
+    /// Its declared type (may be empty).
+    pub decl_type: String,
+    /// Position in the primary key (0: not in it).
+    pub pk: i64,
+}
+
+/// The ordinary (not generated, not hidden) columns of `main.table`.
+pub fn columns(db: &Connection, table: &str) -> Result<Vec<Column>> {
+    let mut stmt = db.prepare(
+        "SELECT name, coalesce(type, ''), pk FROM pragma_table_xinfo(?1, 'main') WHERE hidden = 0 ORDER BY cid",
+    )?;
+    let rows = stmt.query_map([table], |r| {
+        Ok(Column {
+            name: r.get(0)?,
+            decl_type: r.get(1)?,
+            pk: r.get(2)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The user's table of pages as the pipeline sees it.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The table's name as stored in the schema.
+    pub table: String,
+    /// Its ordinary columns.
+    pub columns: Vec<Column>,
+    /// The name that reads its rowid (`rowid`, `_rowid_` or `oid`: one no
+    /// column shadows).
+    pub rowid: &'static str,
+    /// The column that is an alias of the rowid (`INTEGER PRIMARY KEY`).
+    pub rowid_column: Option<String>,
+}
+
+impl Source {
+    /// Inspects `main.table`: it must exist, have a rowid, a `url` column
+    /// and one of `content`/`parsed`, and no column named like the archive's
+    /// own columns. Nothing is written.
+    pub fn inspect(db: &Connection, table: &str) -> std::result::Result<Source, DedupError> {
+        let stored: Option<(String, String)> = db
+            .query_row(
+                "SELECT name, type FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
+                [table],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let name = match stored {
+            None => {
+                return fail(format!(
+                    "dedup: table {} not found, got none in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
+                    excerpt(table)
+                ))
+            }
+            Some((name, kind)) if kind != "table" => {
+                return fail(format!(
+                    "dedup: {} must be a table, got a {kind}",
+                    excerpt(&name)
+                ))
+            }
+            Some((name, _)) => name,
+        };
+        let columns = columns(db, &name)?;
+        if columns.is_empty() {
+            return fail(format!(
+                "dedup: {} must be an ordinary table, got a virtual table",
+                excerpt(&name)
+            ));
+        }
+        let has = |c: &str| columns.iter().any(|x| x.name.eq_ignore_ascii_case(c));
+        let mut missing = Vec::new();
+        if !has("url") {
+            missing.push("url");
+        }
+        if !has("content") && !has("parsed") {
+            missing.push("content or parsed");
+        }
+        if !missing.is_empty() {
+            return fail(format!(
+                "dedup: {} lacks required column(s), got none named {} (the others are optional)",
+                excerpt(&name),
+                missing.join(", ")
+            ));
+        }
+        if let Some(c) = columns
+            .iter()
+            .find(|c| ARCHIVE_META.iter().any(|m| c.name.eq_ignore_ascii_case(m)))
+        {
+            return fail(format!(
+                "dedup: {} has a column named {}, which dedup_removed uses for itself; rename it",
+                excerpt(&name),
+                excerpt(&c.name)
+            ));
+        }
+        let Some(rowid) = ["rowid", "_rowid_", "oid"].into_iter().find(|a| !has(a)) else {
+            return fail(format!(
+                "dedup: {} has columns named rowid, _rowid_ and oid, got no name left to read its rowid",
+                excerpt(&name)
+            ));
+        };
+        let quoted = quote_ident(&name);
+        if db
+            .prepare(&format!("SELECT {rowid} FROM main.{quoted} LIMIT 0"))
+            .is_err()
+        {
+            return fail(format!(
+                "dedup: {} is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)",
+                excerpt(&name)
+            ));
+        }
+        let pks: Vec<&Column> = columns.iter().filter(|c| c.pk > 0).collect();
+        let rowid_column = match pks.as_slice() {
+            [only] if only.decl_type.eq_ignore_ascii_case("INTEGER") => Some(only.name.clone()),
+            _ => None,
+        };
+        Ok(Source {
+            table: name,
+            columns,
+            rowid,
+            rowid_column,
+        })
+    }
+
+    /// Whether the table has column `name` (case-insensitive).
+    pub fn has(&self, name: &str) -> bool {
+        self.columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// `main."table"`.
+    pub fn qualified(&self) -> String {
+        format!("main.{}", quote_ident(&self.table))
+    }
+
+    /// Creates `temp._dedup_source`: the pipeline's view of the table, with
+    /// `rid` (the rowid) and every column of [`PAGE_COLUMNS`] (NULL when
+    /// the table lacks it).
+    pub fn create_view(&self, db: &Connection) -> Result<()> {
+        let cols: Vec<String> = PAGE_COLUMNS
+            .iter()
+            .map(|c| {
+                if self.has(c) {
+                    format!("{} AS {c}", quote_ident(c))
+                } else {
+                    format!("NULL AS {c}")
+                }
+            })
+            .collect();
+        db.execute_batch(&format!(
+            "DROP VIEW IF EXISTS temp._dedup_source;
+             CREATE TEMP VIEW _dedup_source AS SELECT {} AS rid, {} FROM {};",
+            self.rowid,
+            cols.join(", "),
+            self.qualified()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(schema: &str) -> Connection {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(schema).unwrap();
+        db
+    }
+
+    fn err(schema: &str, table: &str) -> String {
+        Source::inspect(&db(schema), table).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn minimal_tables_are_accepted() {
+        let s = Source::inspect(
+            &db("CREATE TABLE Pages (id INTEGER PRIMARY KEY, URL TEXT, content TEXT)"),
+            "pages",
+        )
+        .unwrap();
+        assert_eq!(s.table, "Pages");
+        assert_eq!(s.rowid_column.as_deref(), Some("id"));
+        assert!(s.has("url") && !s.has("parsed"));
+        let s = Source::inspect(&db("CREATE TABLE p (rowid TEXT, url, parsed)"), "p").unwrap();
+        assert_eq!(s.rowid, "_rowid_");
+        assert_eq!(s.rowid_column, None);
+    }
+
+    #[test]
+    fn unusable_tables_are_named() {
+        assert!(err("", "pages").starts_with("dedup: table 'pages' not found"));
+        assert_eq!(
+            err("CREATE TABLE pages (url TEXT PRIMARY KEY, content) WITHOUT ROWID", "pages"),
+            "dedup: 'pages' is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)"
+        );
+        assert_eq!(
+            err("CREATE TABLE pages (link TEXT, body TEXT)", "pages"),
+            "dedup: 'pages' lacks required column(s), got none named url, content or parsed (the others are optional)"
+        );
+        assert!(err("CREATE VIEW pages AS SELECT 1 AS url", "pages")
+            .ends_with("must be a table, got a view"));
+        assert!(err("CREATE TABLE pages (url, parsed, dedup_run)", "pages")
+            .contains("column named 'dedup_run'"));
+    }
+}

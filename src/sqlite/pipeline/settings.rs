@@ -1,0 +1,411 @@
+//! The run's settings: read from `dedup_settings(key, value)` (when that
+//! table exists) and from a JSON object passed to `dedup_run`, checked here,
+//! and written to `temp._dedup_run` for the phase scripts.
+
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, Result};
+
+use super::schema::{self, quote_ident};
+use super::{fail, DedupError};
+use crate::core::url::UrlOptions;
+
+/// Every key `dedup_settings` may hold.
+pub const KEYS: [&str; 10] = [
+    "threshold",
+    "distance",
+    "discard_params",
+    "n_min",
+    "url_options",
+    "near_mode",
+    "lsh_bands",
+    "lsh_rows",
+    "table",
+    "busy_timeout",
+];
+
+/// Checked settings of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Near-duplicate when `lev_ratio > threshold`; 1.0 skips phase 4.
+    pub threshold: f64,
+    /// The reference's window: each row against the next `distance - 1`.
+    pub distance: i64,
+    /// Keep only `lang`/`v` query parameters (else all but tracking ones).
+    pub discard_params: bool,
+    /// Drop rows of domains with fewer surviving pages (0: keep all).
+    pub n_min: i64,
+    /// Extra `canonical_url` options.
+    pub url_options: String,
+    /// `window` or `lsh`.
+    pub near_mode: String,
+    /// `lsh` mode: bands of the signature.
+    pub lsh_bands: i64,
+    /// `lsh` mode: signature values per band.
+    pub lsh_rows: i64,
+    /// The table of pages (in the main schema).
+    pub table: String,
+    /// Milliseconds to wait for a lock held by another connection.
+    pub busy_timeout: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            threshold: 0.9,
+            distance: 50,
+            discard_params: true,
+            n_min: 0,
+            url_options: String::new(),
+            near_mode: "window".into(),
+            lsh_bands: 32,
+            lsh_rows: 4,
+            table: "pages".into(),
+            busy_timeout: 5000,
+        }
+    }
+}
+
+impl Settings {
+    /// The `canonical_url` options the run uses (with `keep_params` when
+    /// `discard_params` is 0).
+    pub fn canonical_options(&self) -> String {
+        let keep = if self.discard_params {
+            ""
+        } else {
+            "keep_params,"
+        };
+        format!("{keep}{}", self.url_options)
+    }
+
+    /// The settings as a JSON object (recorded in `dedup_runs.settings`).
+    pub fn to_json(&self, db: &Connection) -> Result<String> {
+        db.query_row(
+            "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
+                    'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9)",
+            params![
+                self.threshold,
+                self.distance,
+                self.discard_params as i64,
+                self.n_min,
+                self.canonical_options(),
+                self.near_mode,
+                self.lsh_bands,
+                self.lsh_rows,
+                self.table
+            ],
+            |r| r.get(0),
+        )
+    }
+}
+
+/// Reads the settings: `dedup_settings` first, then `overrides` (a JSON
+/// object or NULL) on top; every value checked.
+pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Settings, DedupError> {
+    let mut pairs: Vec<(String, Value)> = Vec::new();
+    if let Some(kind) = schema::object_type(db, "dedup_settings")? {
+        if kind != "table" && kind != "view" {
+            return fail(format!(
+                "dedup: dedup_settings must be a table, got a {kind}"
+            ));
+        }
+        let sql = format!(
+            "SELECT key, value FROM main.{}",
+            quote_ident("dedup_settings")
+        );
+        let mut stmt = db.prepare(&sql).map_err(|e| {
+            DedupError::new(format!(
+                "dedup: dedup_settings must have columns key and value, got {e}"
+            ))
+        })?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))?;
+        for row in rows {
+            let (key, value) = row?;
+            match key {
+                Value::Text(k) => pairs.push((k, value)),
+                other => {
+                    return fail(format!(
+                        "dedup: unknown setting in dedup_settings, got {}",
+                        describe_value(&other)
+                    ))
+                }
+            }
+        }
+    }
+    if let Some(json) = overrides {
+        let valid: bool = db.query_row(
+            "SELECT json_valid(?1) AND json_type(?1) = 'object'",
+            [json],
+            |r| r.get(0),
+        )?;
+        if !valid {
+            return fail(format!(
+                "dedup_run: settings must be a JSON object, got {}",
+                excerpt(json)
+            ));
+        }
+        let mut stmt = db.prepare("SELECT key, value FROM json_each(?1)")?;
+        let rows = stmt.query_map([json], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Value>(1)?))
+        })?;
+        for row in rows {
+            pairs.push(row?);
+        }
+    }
+    parse(&pairs)
+}
+
+/// Checks `(key, value)` pairs, later pairs overriding earlier ones.
+pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
+    let unknown: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| !KEYS.contains(&k.as_str()))
+        .map(|(k, _)| format!("'{}'", k.replace('\'', "''")))
+        .collect();
+    if !unknown.is_empty() {
+        return fail(format!(
+            "dedup: unknown setting in dedup_settings, got {} (known: {})",
+            truncate(&unknown.join(","), 200),
+            KEYS.join(", ")
+        ));
+    }
+    let get = |key: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let mut s = Settings::default();
+    if let Some(v) = get("threshold") {
+        s.threshold = match v {
+            Value::Integer(i) if (0..=1).contains(&i) => i as f64,
+            Value::Real(r) if (0.0..=1.0).contains(&r) => r,
+            other => {
+                return fail(format!(
+                    "dedup: threshold must be in [0.0, 1.0], got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("distance") {
+        s.distance = match v {
+            Value::Integer(i) if i >= 1 => i,
+            other => {
+                return fail(format!(
+                    "dedup: distance must be an integer >= 1 (rows compared: distance - 1), got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("discard_params") {
+        s.discard_params = match v {
+            Value::Integer(0) => false,
+            Value::Integer(1) => true,
+            other => {
+                return fail(format!(
+                    "dedup: discard_params must be 0 or 1, got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("n_min") {
+        s.n_min = match v {
+            Value::Integer(i) if i >= 0 => i,
+            other => {
+                return fail(format!(
+                    "dedup: n_min must be a non-negative integer, got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("url_options") {
+        s.url_options = match v {
+            Value::Null => String::new(),
+            Value::Text(t) => t,
+            other => {
+                return fail(format!(
+                    "dedup: url_options must be text, got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    let spec = s.canonical_options();
+    if let Err(e) = UrlOptions::parse(&spec) {
+        return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
+    }
+    if let Some(v) = get("near_mode") {
+        s.near_mode = match v {
+            Value::Text(t) if t == "window" || t == "lsh" => t,
+            other => {
+                return fail(format!(
+                    "dedup: near_mode must be 'window' or 'lsh', got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
+    let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
+    match (&bands, &rows) {
+        (Value::Integer(b), Value::Integer(r))
+            if *b >= 1 && *r >= 1 && b.saturating_mul(*r) <= 4096 =>
+        {
+            s.lsh_bands = *b;
+            s.lsh_rows = *r;
+        }
+        _ => {
+            return fail(format!(
+                "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got {} and {}",
+                describe_value(&bands),
+                describe_value(&rows)
+            ))
+        }
+    }
+    if let Some(v) = get("table") {
+        s.table = match v {
+            Value::Text(t) if !t.is_empty() && !t.contains('\0') => t,
+            other => {
+                return fail(format!(
+                    "dedup: table must be the name of a table, got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("busy_timeout") {
+        s.busy_timeout = match v {
+            Value::Integer(i) if (0..=i32::MAX as i64).contains(&i) => i,
+            other => {
+                return fail(format!(
+                    "dedup: busy_timeout must be milliseconds (an integer >= 0), got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    Ok(s)
+}
+
+/// Writes `temp._dedup_run`, the one row every phase script reads.
+pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) -> Result<()> {
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_run;
+         CREATE TEMP TABLE _dedup_run (run INTEGER, rows_before INTEGER, threshold REAL,
+           distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
+           near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER);",
+    )?;
+    db.execute(
+        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            run,
+            rows_before,
+            s.threshold,
+            s.distance,
+            s.discard_params as i64,
+            s.n_min,
+            s.canonical_options(),
+            s.near_mode,
+            s.lsh_bands,
+            s.lsh_rows
+        ],
+    )?;
+    Ok(())
+}
+
+/// A value for an error message, as SQL's `quote()` shows it (short).
+pub fn describe_value(v: &Value) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        Value::Integer(i) => i.to_string(),
+        Value::Real(r) => format!("{r:?}"),
+        Value::Text(t) => excerpt(t),
+        Value::Blob(b) => format!("a blob of {} bytes", b.len()),
+    }
+}
+
+/// `'text'` quoted as SQL does, cut to 60 characters, control characters
+/// escaped.
+pub fn excerpt(t: &str) -> String {
+    format!("'{}'", truncate(&t.replace('\'', "''"), 60))
+}
+
+/// At most `max` characters, control characters (NUL included) written as
+/// `\u{..}`, and `...` when cut.
+pub fn truncate(t: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in t.chars().enumerate() {
+        if n == max {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(p: &[(&str, Value)]) -> Vec<(String, Value)> {
+        p.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    fn err(p: &[(&str, Value)]) -> String {
+        parse(&pairs(p)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(parse(&[]).unwrap(), Settings::default());
+        let s = parse(&pairs(&[
+            ("threshold", Value::Real(0.5)),
+            ("threshold", Value::Integer(1)),
+            ("discard_params", Value::Integer(0)),
+            ("url_options", Value::Text("strip_www".into())),
+        ]))
+        .unwrap();
+        assert_eq!(s.threshold, 1.0);
+        assert_eq!(s.canonical_options(), "keep_params,strip_www");
+    }
+
+    #[test]
+    fn every_bad_value_is_named() {
+        assert_eq!(
+            err(&[("threshold", Value::Real(1.5))]),
+            "dedup: threshold must be in [0.0, 1.0], got 1.5"
+        );
+        assert!(err(&[("treshold", Value::Real(0.8))])
+            .starts_with("dedup: unknown setting in dedup_settings, got 'treshold'"));
+        // An option that ignores the probe URL of earlier versions is valid.
+        let s = parse(&pairs(&[(
+            "url_options",
+            Value::Text("ignore+=.org".into()),
+        )]))
+        .unwrap();
+        assert_eq!(s.url_options, "ignore+=.org");
+        assert!(err(&[("url_options", Value::Text("bogus".into()))])
+            .starts_with("dedup: url_options: unknown option 'bogus'"));
+        assert_eq!(
+            err(&[("lsh_rows", Value::Integer(2000))]),
+            "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"
+        );
+        assert_eq!(
+            err(&[("table", Value::Text(String::new()))]),
+            "dedup: table must be the name of a table, got ''"
+        );
+        assert_eq!(
+            err(&[("near_mode", Value::Text("a\0b".into()))]),
+            "dedup: near_mode must be 'window' or 'lsh', got 'a\\u{0}b'"
+        );
+    }
+}
