@@ -240,11 +240,14 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
     if let Some(p) = opts.ignored_pattern(original) {
         return Err(Discard::Ignored(p.to_string()));
     }
-    let trimmed = original.trim_end_matches('/');
-    let (target, wayback) = match unwrap_wayback(trimmed) {
-        Some((inner, wrapper)) => (inner, Some(wrapper.to_string())),
-        None => (trimmed, None),
-    };
+    // Wrappers inside wrappers are unwrapped to the innermost URL; the
+    // outermost is the one kept (so a canonical URL is a fixpoint).
+    let mut target = original.trim_end_matches('/');
+    let mut wayback = None;
+    while let Some((inner, wrapper)) = unwrap_wayback(target) {
+        wayback.get_or_insert_with(|| wrapper.to_string());
+        target = inner.trim_end_matches('/');
+    }
     let parsed = ::url::Url::parse(target)
         .map_err(|e| Discard::Unparseable(format!("{e} in '{target}'")))?;
     let scheme = match parsed.scheme() {
@@ -264,14 +267,15 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
     if host.is_empty() {
         return Err(Discard::Unparseable("empty host".to_string()));
     }
-    if let Some(lang) = host.strip_suffix(".m.wikipedia.org") {
+    while let Some(lang) = host.strip_suffix(".m.wikipedia.org") {
         host = format!("{lang}.wikipedia.org");
     }
     if opts.strip_www {
-        if let Some(bare) = host.strip_prefix("www.") {
-            if bare.contains('.') {
-                host = bare.to_string();
+        while let Some(bare) = host.strip_prefix("www.") {
+            if !bare.contains('.') {
+                break;
             }
+            host = bare.to_string();
         }
     }
 
@@ -291,13 +295,21 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
         out.push_str(&canonical_query(query, opts));
     }
     if let Some(fragment) = parsed.fragment() {
-        if is_page_anchor(fragment) || fragment.starts_with('/') || fragment.starts_with("!/") {
-            out.push('#');
-            out.push_str(&normalize_percent(fragment));
+        if let Some(page) = page_anchor(fragment) {
+            out.push_str("#page=");
+            out.push_str(page);
+        } else {
+            // A route fragment, without the slashes the end trim would take.
+            let route = normalize_percent(fragment);
+            let route = route.trim_end_matches('/');
+            if route.starts_with('/') || route.starts_with("!/") {
+                out.push('#');
+                out.push_str(route);
+            }
         }
     }
     // Like the reference, no canonical URL ends with a slash (here a query
-    // value or route may end with one).
+    // value may end with one).
     out.truncate(out.trim_end_matches('/').len());
     if let Some(p) = opts.ignored_pattern(&out) {
         return Err(Discard::Ignored(p.to_string()));
@@ -309,11 +321,13 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
     })
 }
 
-/// `page=N` with N decimal digits: a PDF page anchor.
-fn is_page_anchor(fragment: &str) -> bool {
-    fragment
-        .strip_prefix("page=")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// The page N of a PDF open-parameter fragment (`page=N`, alone or among
+/// other parameters: `page=2&zoom=100` is page 2).
+fn page_anchor(fragment: &str) -> Option<&str> {
+    fragment.split('&').find_map(|part| {
+        part.strip_prefix("page=")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The kept query parameters, sorted by name, as `?a=1&b=2` (or empty).
@@ -370,6 +384,14 @@ fn normalize_percent(s: &str) -> String {
                 i += 3;
                 continue;
             }
+        }
+        if bytes[i] == b'%' {
+            // A lone '%' is written as an escape, so that decoding what
+            // follows can never form a new escape (`%%34A` would become
+            // `%4A`, then `J`).
+            out.push_str("%25");
+            i += 1;
+            continue;
         }
         // Input comes from `Url`, which serializes ASCII only.
         out.push(char::from(bytes[i]));
@@ -553,6 +575,91 @@ mod tests {
             if let Ok(c) = canonicalize(&url, &o) {
                 let again = canonicalize(&c.url, &o).expect("canonical URL stays valid");
                 prop_assert_eq!(&again.url, &c.url);
+                prop_assert_eq!(again.domain, c.domain);
+            }
+        }
+    }
+
+    #[test]
+    fn nested_and_repeated_forms_unwrap_in_one_call() {
+        let o = UrlOptions::parse("strip_www").unwrap();
+        let c = canonicalize(
+            "http://web.archive.org/web/2020/https://web.archive.org/web/2019id_/http://en.m.m.wikipedia.org/wiki/X/",
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.url, "http://en.wikipedia.org/wiki/X");
+        assert_eq!(
+            c.wayback.as_deref(),
+            Some("http://web.archive.org/web/2020/https://web.archive.org/web/2019id_/http://en.m.m.wikipedia.org/wiki/X")
+        );
+        assert_eq!(
+            canonicalize("http://www.www.x.org/a", &o).unwrap().url,
+            "http://x.org/a"
+        );
+        assert_eq!(
+            canonicalize("http://www.www.org/a", &o).unwrap().url,
+            "http://www.org/a"
+        );
+        assert_eq!(canon("http://a.org/p#!/\u{e}"), "http://a.org/p");
+        assert_eq!(canon("http://a.org/p#/a/\u{1}"), "http://a.org/p#/a");
+        assert_eq!(canon("http://a.org/%%34A"), "http://a.org/%254A");
+    }
+
+    #[test]
+    fn pdf_open_parameters_keep_the_page() {
+        assert_eq!(
+            canon("https://x.org/doc.pdf#page=2&zoom=100"),
+            "https://x.org/doc.pdf#page=2"
+        );
+        assert_eq!(
+            canon("https://x.org/doc.pdf#zoom=100&page=12"),
+            "https://x.org/doc.pdf#page=12"
+        );
+        assert_eq!(
+            canon("https://x.org/doc.pdf#zoom=100"),
+            "https://x.org/doc.pdf"
+        );
+    }
+
+    /// Nested and repeated forms: wayback wrappers inside wrappers, `www.`
+    /// and mobile Wikipedia layers, odd fragments with control characters.
+    fn nested_url() -> impl Strategy<Value = String> {
+        let wrapper = ("(http|https|HTTPS)", "[0-9]{1,14}", "(|id_|im_|js_)", "/*")
+            .prop_map(|(s, t, f, slash)| format!("{s}://web.archive.org/web/{t}{f}/{slash}"));
+        let host = prop_oneof![
+            ("(www\\.){0,3}", "[a-z]{1,6}\\.(org|com)").prop_map(|(w, h)| format!("{w}{h}")),
+            ("[a-z]{2}", "(\\.m){0,3}").prop_map(|(l, m)| format!("{l}{m}.wikipedia.org")),
+            ("(www\\.){1,3}").prop_map(|w| format!("{w}org")),
+        ];
+        (
+            proptest::collection::vec(wrapper, 0..3),
+            "(http|https)",
+            host,
+            "(/[a-zA-Z0-9.%~_-]{0,6}){0,3}/{0,2}",
+            "(\\?[a-z]{1,4}=[a-z0-9%/]{0,4}){0,2}/{0,2}",
+            "(#page=[0-9]{1,2}(&zoom=[0-9]{1,3})?|#[\\x00-\\x1f /!]{0,4}|#!?/[a-z/]{0,5}|#.{0,3})?",
+        )
+            .prop_map(|(wrappers, scheme, host, path, query, frag)| {
+                format!("{}{scheme}://{host}{path}{query}{frag}", wrappers.concat())
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn canonicalization_is_idempotent_on_nested_forms(
+            url in nested_url(),
+            keep in any::<bool>(),
+            strip_www in any::<bool>(),
+            https in any::<bool>(),
+        ) {
+            let o = UrlOptions { keep_params: keep, strip_www, prefer_https: https, ..UrlOptions::default() };
+            if let Ok(c) = canonicalize(&url, &o) {
+                let again = canonicalize(&c.url, &o);
+                prop_assert!(again.is_ok(), "{:?} -> {:?} -> {:?}", url, c.url, again);
+                let again = again.unwrap();
+                prop_assert_eq!(&again.url, &c.url, "from {:?}", url);
                 prop_assert_eq!(again.domain, c.domain);
             }
         }
