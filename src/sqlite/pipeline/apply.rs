@@ -200,6 +200,28 @@ fn ensure_tables(db: &Connection, source: &Source) -> Result<(), DedupError> {
             }
         }
     }
+    upgrade_rewritten(db)?;
+    for (name, required) in [
+        (
+            "dedup_runs",
+            &["run", "finished", "rows_before", "rows_after", "settings"][..],
+        ),
+        ("dedup_domains", &["domain", "pages"][..]),
+        (
+            "dedup_rewritten",
+            &["dedup_run", "dedup_rowid", "name", "value"][..],
+        ),
+    ] {
+        let cols = schema::columns(db, name)?;
+        if let Some(m) = required
+            .iter()
+            .find(|r| !cols.iter().any(|c| c.name.eq_ignore_ascii_case(r)))
+        {
+            return fail(format!(
+                "dedup: {name} lacks its column {m}, got a table this extension did not create"
+            ));
+        }
+    }
     let runs = schema::columns(db, "dedup_runs")?;
     if !runs.iter().any(|c| c.name.eq_ignore_ascii_case("report")) {
         db.execute_batch("ALTER TABLE main.dedup_runs ADD COLUMN report TEXT")?;
@@ -216,7 +238,6 @@ fn ensure_tables(db: &Connection, source: &Source) -> Result<(), DedupError> {
             ))?;
         }
     }
-    upgrade_rewritten(db)?;
     Ok(())
 }
 

@@ -1,0 +1,284 @@
+"""Real crawl schemas, restore after re-crawls and schema changes, bad rows
+and crafted databases: the run works (not just fails cleanly) and no page
+is ever lost."""
+import json
+import os
+import sqlite3
+import subprocess
+
+import pytest
+
+import crawl
+import pipeline as P
+from test_faults import fingerprint, survivors
+
+
+def rows_by_url(path, table="pages"):
+    conn = sqlite3.connect(path)
+    got = sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+    conn.close()
+    return got
+
+
+def shell(db, *commands):
+    return subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", *commands], capture_output=True, text=True)
+
+
+@pytest.fixture
+def db(tmp_path):
+    return crawl.make(str(tmp_path / "crawl.db"))
+
+
+@pytest.fixture(scope="module")
+def plain_survivors(tmp_path_factory):
+    path = crawl.make(str(tmp_path_factory.mktemp("plain") / "crawl.db"))
+    P.connect(path).execute("SELECT dedup_run()").fetchone()
+    return survivors(path)
+
+
+def test_restore_after_a_recrawl_that_reused_rowids(db):
+    conn = sqlite3.connect(db)
+    top = conn.execute("SELECT max(rowid) FROM pages").fetchone()[0]
+    # A late tracking-parameter copy of page 1 takes the highest rowid; it loses.
+    url, parsed = conn.execute("SELECT url, parsed FROM pages WHERE url LIKE '%/articles/1/'").fetchone()
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES (?, ?, '2000-01-01')", (url + "?utm_source=x", parsed))
+    conn.commit()
+    original = rows_by_url(db)
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    assert conn.execute("SELECT dedup_phase FROM dedup_removed WHERE dedup_rowid = ?", (top + 1,)).fetchone() == (2,)
+    # A re-crawl: SQLite hands out the freed highest rowid again.
+    conn.execute("INSERT INTO pages (url, parsed) VALUES ('https://new.example/a', 'fresh text')")
+    reused = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_rowid = ?", (reused,)).fetchone()[0] == 1
+    new = conn.execute("SELECT * FROM pages WHERE rowid = ?", (reused,)).fetchone()
+    report = conn.execute("SELECT dedup_restore()").fetchone()[0]
+    moved = conn.execute("SELECT rowid FROM pages WHERE rowid > ?", (top + 1,)).fetchall()
+    assert len(moved) == 1 and f"{reused} -> {moved[0][0]}" in report, report
+    assert rows_by_url(db) == sorted(original + [new], key=repr)
+    assert conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0] == 0
+
+
+def test_restore_after_columns_were_added_and_dropped(db):
+    original = rows_by_url(db)
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.execute("ALTER TABLE pages ADD COLUMN note TEXT DEFAULT 'n/a'")
+    conn.execute("ALTER TABLE pages DROP COLUMN category")
+    report = conn.execute("SELECT dedup_restore()").fetchone()[0]
+    assert 'column "category" is no longer in "pages"' in report, report
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+    got = sorted(conn.execute("SELECT * FROM pages").fetchall(), key=repr)
+    expected = sorted([tuple(v for n, v in zip([c.split()[0] for c in crawl.FULL_COLUMNS], r) if n != "category")
+                       + ("n/a",) for r in original], key=repr)
+    assert cols[-1] == "note" and got == expected
+
+
+def test_a_second_run_after_a_schema_change_archives_the_new_column(db):
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.execute("ALTER TABLE pages ADD COLUMN note TEXT")
+    for n in range(3):
+        conn.execute("INSERT INTO pages (url, parsed, note) VALUES (?, 'same new text', ?)",
+                     (f"https://z.example/{n}", f"note {n}"))
+    assert "phase 3 (same content hash): 2 removed" in conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert sorted(r[0] for r in conn.execute("SELECT note FROM dedup_removed WHERE dedup_run = 2")) == \
+        ["note 1", "note 2"]
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0] == 0
+
+
+def test_restore_with_nothing_to_undo_says_so(db):
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
+    assert out.returncode == 1 and "dedup_restore: nothing to undo" in out.stderr, out
+    P.connect(db).execute("SELECT dedup_run()").fetchone()
+    P.connect(db).execute("SELECT dedup_restore()").fetchone()
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
+    assert out.returncode == 1 and "nothing to undo, got no run in dedup_runs" in out.stderr, out
+
+
+KEEP = "CREATE TABLE keep (x); INSERT INTO keep VALUES (1);"
+
+
+@pytest.mark.parametrize("craft,run_message,restore_message", [
+    ("CREATE VIEW dedup_runs AS SELECT '1; DELETE FROM keep' AS run, NULL AS settings",
+     "dedup_runs must be a table this extension created, got a view",
+     "dedup_runs must be a table this extension created, got a view"),
+    ("CREATE TABLE dedup_runs (run, settings); INSERT INTO dedup_runs VALUES ('1 OR 1=1; DELETE FROM keep', NULL)",
+     "dedup_runs.run must hold integers, got '1 OR 1=1; DELETE FROM keep'",
+     "dedup_runs.run must hold integers, got '1 OR 1=1; DELETE FROM keep'"),
+    # Restore reads a table name from dedup_runs and only ever uses it quoted.
+    ("CREATE TABLE dedup_runs (run, settings); "
+     "INSERT INTO dedup_runs VALUES (1, '{\"table\": \"keep\\\"; DROP TABLE keep; --\"}')",
+     "dedup: dedup_runs lacks its column finished, got a table this extension did not create",
+     "dedup: table 'keep\"; DROP TABLE keep; --' not found"),
+    ("CREATE VIEW dedup_removed AS SELECT 1 AS dedup_rowid",
+     "dedup_removed must be a table this extension created, got a view", "nothing to undo"),
+])
+def test_crafted_databases_run_no_sql_of_theirs(db, craft, run_message, restore_message):
+    conn = sqlite3.connect(db)
+    conn.executescript(KEEP + craft)
+    conn.close()
+    before = fingerprint(db)
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
+    assert out.returncode == 1 and restore_message in out.stderr, out
+    assert fingerprint(db) == before
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "dedup.sql"))
+    if run_message is None:
+        assert out.returncode == 0, out.stderr
+        assert sqlite3.connect(db).execute("SELECT x FROM keep").fetchall() == [(1,)]
+    else:
+        assert out.returncode == 1 and run_message in out.stderr, out
+        assert fingerprint(db) == before
+
+
+def test_unique_url_gives_the_same_survivors(tmp_path, plain_survivors):
+    db = crawl.make(str(tmp_path / "u.db"), columns=["url TEXT UNIQUE"] + crawl.FULL_COLUMNS[1:])
+    original = fingerprint(db)
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    assert survivors(db) == plain_survivors
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert fingerprint(db)["pages"] == original["pages"]
+
+
+def test_fts5_external_content_stays_consistent_through_run_and_restore(db):
+    conn = P.connect(db)
+    conn.executescript("""
+        CREATE VIRTUAL TABLE fts USING fts5(title, parsed, content='pages', content_rowid='rowid');
+        INSERT INTO fts(fts) VALUES ('rebuild');
+        CREATE TRIGGER pages_ai AFTER INSERT ON pages BEGIN
+          INSERT INTO fts(rowid, title, parsed) VALUES (new.rowid, new.title, new.parsed); END;
+        CREATE TRIGGER pages_ad AFTER DELETE ON pages BEGIN
+          INSERT INTO fts(fts, rowid, title, parsed) VALUES ('delete', old.rowid, old.title, old.parsed); END;
+        CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN
+          INSERT INTO fts(fts, rowid, title, parsed) VALUES ('delete', old.rowid, old.title, old.parsed);
+          INSERT INTO fts(rowid, title, parsed) VALUES (new.rowid, new.title, new.parsed); END;
+    """)
+    tag = conn.execute("SELECT rowid FROM pages WHERE url LIKE '%/tag/%' LIMIT 1").fetchone()[0]
+    word = conn.execute("SELECT title FROM pages WHERE rowid = ?", (tag,)).fetchone()[0].split()[-1]
+    hits = lambda: {r[0] for r in conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (f'title:"{word}"',))}
+    assert tag in hits()
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+    assert tag not in hits()
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+    assert tag in hits()
+
+
+def test_strict_table_and_foreign_keys_to_a_parent_round_trip(tmp_path, plain_survivors):
+    db = str(tmp_path / "s.db")
+    conn = sqlite3.connect(db)
+    conn.executescript("CREATE TABLE sites (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO sites VALUES (1, 'all');")
+    conn.close()
+    strict = [c.replace("DATETIME", "TEXT") for c in crawl.FULL_COLUMNS] + ["site INTEGER REFERENCES sites(id)"]
+    crawl.make(db, columns=strict, suffix=" STRICT")
+    sqlite3.connect(db).execute("UPDATE pages SET site = 1").connection.commit()
+    original = fingerprint(db)
+    conn = P.connect(db)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("SELECT dedup_run()").fetchone()
+    assert survivors(db) == plain_survivors
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert fingerprint(db)["pages"] == original["pages"]
+
+
+def test_only_url_and_content_are_required_and_only_url_is_written(tmp_path):
+    db = crawl.make(str(tmp_path / "m.db"), columns=["url TEXT", "content TEXT"])
+    original = fingerprint(db)
+    conn = P.connect(db)
+    report = conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert "phase 2 (same canonical URL)" in report and "phase 3 (same content hash)" in report, report
+    assert [r[1] for r in conn.execute("PRAGMA table_info(pages)")] == ["url", "content"]
+    assert {r[0] for r in conn.execute("SELECT DISTINCT name FROM dedup_rewritten")} == {"url"}
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert fingerprint(db)["pages"] == original["pages"]
+
+
+def test_the_table_setting_names_another_table(tmp_path, plain_survivors):
+    db = crawl.make(str(tmp_path / "d.db"), table="docs")
+    conn = P.connect(db)
+    conn.executescript("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value);"
+                       "INSERT INTO dedup_settings VALUES ('table', 'docs');")
+    conn.execute("SELECT dedup_run()").fetchone()
+    assert dict(conn.execute("SELECT rowid, url FROM docs")) == plain_survivors
+    assert json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])["table"] == "docs"
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] == 110
+
+
+def test_without_rowid_is_refused_before_anything_runs(tmp_path):
+    db = str(tmp_path / "w.db")
+    sqlite3.connect(db).execute("CREATE TABLE pages (url TEXT PRIMARY KEY, parsed TEXT) WITHOUT ROWID")
+    before = fingerprint(db)
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "dedup.sql"))
+    assert out.returncode == 1 and "'pages' is a WITHOUT ROWID table" in out.stderr, out
+    assert fingerprint(db) == before
+
+
+def test_settings_made_before_the_first_run_on_a_fresh_database(tmp_path):
+    db = crawl.make(str(tmp_path / "f.db"))
+    out = shell(db, "CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);",
+                "INSERT OR REPLACE INTO dedup_settings VALUES ('threshold', 0.85), ('url_options', 'ignore+=.net');",
+                ".read " + os.path.join(P.ROOT, "sql", "dedup.sql"))
+    assert out.returncode == 0, out.stderr
+    # The .net mirrors are ignored in phase 1 (an option that ignores the
+    # old probe URL must not make the run silently do nothing).
+    assert "phase 1 (URL ignored/unparseable): 20 removed" in out.stdout, out.stdout
+
+
+def test_bad_rows_are_skipped_named_and_untouched(db):
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO pages (rowid, url, parsed) VALUES (9001, X'68747470', 'blob url')")
+    conn.execute("INSERT INTO pages (rowid, url, content) VALUES (9002, 'https://x.org/a', CAST(X'ff00fe' AS TEXT))")
+    conn.execute("INSERT INTO pages (rowid, url, parsed) VALUES (9003, 'https://x.org/b', X'00')")
+    conn.commit()
+    conn.text_factory = bytes
+    bad = conn.execute("SELECT rowid, * FROM pages WHERE rowid > 9000 ORDER BY rowid").fetchall()
+    conn.close()
+    out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "dedup.sql"))
+    assert out.returncode == 0, out.stderr
+    for line in ["skipped: rowid 9001, url is a BLOB", "skipped: rowid 9002, content is not valid UTF-8 (byte 0)",
+                 "skipped: rowid 9003, parsed is a BLOB"]:
+        assert line in out.stdout, out.stdout
+    conn = sqlite3.connect(db)
+    conn.text_factory = bytes
+    assert conn.execute("SELECT rowid, * FROM pages WHERE rowid > 9000 ORDER BY rowid").fetchall() == bad
+    report = json.loads(conn.execute("SELECT report FROM dedup_runs").fetchone()[0])
+    assert report["skipped_total"] == 3
+
+
+def test_why_a_page_is_gone_follows_the_chain_to_a_survivor(db):
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    rows = conn.execute("SELECT rowid, phase, reason, survivor, final_survivor, chain, final_url FROM dedup_why").fetchall()
+    assert len(rows) == conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0]
+    kept = dict(conn.execute("SELECT rowid, url FROM pages"))
+    for rowid, phase, reason, survivor, final, chain, final_url in rows:
+        if phase == 1:
+            assert final is None and reason.startswith("ignored")
+        else:
+            assert final in kept and final_url == kept[final]
+            assert chain.startswith(f"{rowid} -> {survivor}") and chain.endswith(f"-> {final}")
+
+
+def test_an_archive_of_version_0_1_is_upgraded_and_restored(db):
+    """0.1 kept one wide dedup_rewritten row per survivor (url, domain,
+    wayback, parsed_was_null, content_hash, length)."""
+    original = fingerprint(db)["pages"]
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.executescript("""
+        CREATE TABLE old AS SELECT dedup_run, dedup_rowid,
+          (SELECT value FROM dedup_rewritten w WHERE w.dedup_rowid = r.dedup_rowid AND name = 'url') AS url,
+          p.domain AS domain, p.wayback AS wayback, 0 AS parsed_was_null, p.content_hash AS content_hash, p.length AS length
+        FROM (SELECT DISTINCT dedup_run, dedup_rowid FROM dedup_rewritten) AS r JOIN pages AS p ON p.rowid = r.dedup_rowid;
+        UPDATE old SET content_hash = NULL;
+        DROP TABLE dedup_rewritten; ALTER TABLE old RENAME TO dedup_rewritten;
+        ALTER TABLE dedup_runs DROP COLUMN report;
+    """)
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert fingerprint(db)["pages"] == original
+    assert [r[1] for r in conn.execute("PRAGMA table_info(dedup_rewritten)")] == ["dedup_run", "dedup_rowid", "name", "value"]
