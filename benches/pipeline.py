@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
 from corpora import DATA, corpus  # noqa: E402
 
-PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES]
+PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES] + ["apply", "commit"]
 
 
 def fresh_copy(n, tag):
@@ -43,23 +43,22 @@ def fresh_copy(n, tag):
 
 
 def child(db, mode):
-    """Runs the phases in one transaction, timing each; prints JSON."""
+    """One run through the product path (dedup_plan, then dedup_apply: what
+    dedup_run does), timed; per-phase seconds from the run's report; prints
+    JSON."""
     conn = P.connect(db)
-    P.set_settings(conn, near_mode=mode)
-    times, lsh = {}, None
-    conn.execute("BEGIN")
-    for path, name in zip(P.PHASES, PHASE_NAMES):
-        start = time.perf_counter()
-        for statement in P.split_statements(open(path).read()):
-            conn.execute(statement).fetchall()
-        times[name] = time.perf_counter() - start
-        if name.startswith("04"):
-            stats = conn.execute("SELECT near_dups_stats()").fetchone()[0]
-            lsh = conn.execute("SELECT (SELECT count(*) FROM _dedup_lsh_bands), "
-                               "(SELECT count(*) FROM _dedup_lsh_pairs)").fetchone()
+    settings = json.dumps({"near_mode": mode})
     start = time.perf_counter()
-    conn.execute("COMMIT")
-    times["06_apply"] += time.perf_counter() - start
+    conn.execute("SELECT dedup_plan(?)", (settings,)).fetchone()
+    planned = time.perf_counter() - start
+    stats = conn.execute("SELECT near_dups_stats()").fetchone()[0]
+    lsh = conn.execute("SELECT (SELECT count(*) FROM _dedup_lsh_bands), "
+                       "(SELECT count(*) FROM _dedup_lsh_pairs)").fetchone()  # not timed
+    start = time.perf_counter()
+    conn.execute("SELECT dedup_apply()").fetchone()
+    total = planned + time.perf_counter() - start
+    times = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])["seconds"]
+    times["commit"] = max(total - sum(times.values()), 0.0)
     survivors = sorted(r[0] for r in conn.execute("SELECT rowid FROM pages"))
     domains = dict(conn.execute("SELECT rowid, url_domain(url) FROM pages"))
     domains.update(conn.execute("SELECT dedup_rowid, url_domain(url) FROM dedup_removed"))
@@ -145,7 +144,7 @@ def main():
 
 
 def report_window(rows, repeat):
-    print("## Whole pipeline, window mode (sql/ phases in one transaction, Debian SQLite "
+    print("## Whole pipeline, window mode (dedup_plan + dedup_apply = dedup_run, Debian SQLite "
           f"{sqlite3.sqlite_version}): seconds, fastest of {repeat} runs on fresh copies\n")
     print("| pages | " + " | ".join(PHASE_NAMES) + " | total | floor scan | total / floor | peak RSS MB "
           "| reference algorithm | speed-up | same survivors |")

@@ -35,6 +35,7 @@ const REWRITES: [(&str, &str, &str); 6] = [
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
+    let start = std::time::Instant::now();
     let Some(plan) = planned(db)? else {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
@@ -161,7 +162,10 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
          WHERE c.pages >= r.n_min OR c.domain IS NULL;",
     )?;
-    let report = Report::read(db, &plan)?;
+    let mut report = Report::read(db, &plan)?;
+    report
+        .seconds
+        .push(("apply".into(), start.elapsed().as_secs_f64()));
     record_run(db, &plan, &report)?;
     create_why_view(db, &source)?;
     drop_temp(db)?;

@@ -67,6 +67,8 @@ pub struct Planned {
     pub settings: String,
     /// Rows of the table when planned.
     pub rows_before: i64,
+    /// Seconds each phase script took, in order.
+    pub seconds: Vec<(String, f64)>,
 }
 
 /// Plans a run: checks the table and the earlier runs' tables, writes the
@@ -83,7 +85,9 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         |r| r.get(0),
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
+    let mut seconds = Vec::with_capacity(PHASES.len());
     for (name, sql) in PHASES {
+        let start = std::time::Instant::now();
         db.execute_batch(sql).map_err(|e| {
             DedupError::new(match e {
                 // Our own messages already say what is wrong.
@@ -91,19 +95,30 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
                 other => format!("dedup: phase {name} failed: {other}"),
             })
         })?;
+        seconds.push((
+            name.trim_end_matches(".sql").to_string(),
+            start.elapsed().as_secs_f64(),
+        ));
     }
     let planned = Planned {
         run,
         table: source.table.clone(),
         settings: s.to_json(db)?,
         rows_before,
+        seconds,
     };
     db.execute_batch(
-        "CREATE TEMP TABLE _dedup_planned (run INTEGER, tbl TEXT, settings TEXT, rows_before INTEGER)",
+        "CREATE TEMP TABLE _dedup_planned (run INTEGER, tbl TEXT, settings TEXT, rows_before INTEGER, seconds TEXT)",
     )?;
     db.execute(
-        "INSERT INTO temp._dedup_planned VALUES (?1, ?2, ?3, ?4)",
-        params![run, planned.table, planned.settings, rows_before],
+        "INSERT INTO temp._dedup_planned VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run,
+            planned.table,
+            planned.settings,
+            rows_before,
+            encode_seconds(&planned.seconds)
+        ],
     )?;
     Ok(planned)
 }
@@ -120,7 +135,7 @@ pub fn planned(db: &Connection) -> Result<Option<Planned>, DedupError> {
     }
     Ok(db
         .query_row(
-            "SELECT run, tbl, settings, rows_before FROM temp._dedup_planned",
+            "SELECT run, tbl, settings, rows_before, seconds FROM temp._dedup_planned",
             [],
             |r| {
                 Ok(Planned {
@@ -128,10 +143,29 @@ pub fn planned(db: &Connection) -> Result<Option<Planned>, DedupError> {
                     table: r.get(1)?,
                     settings: r.get(2)?,
                     rows_before: r.get(3)?,
+                    seconds: decode_seconds(&r.get::<_, String>(4)?),
                 })
             },
         )
         .optional()?)
+}
+
+/// `name=seconds;...` (names are phase file stems: no `=` or `;`).
+fn encode_seconds(seconds: &[(String, f64)]) -> String {
+    seconds
+        .iter()
+        .map(|(n, s)| format!("{n}={s}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn decode_seconds(text: &str) -> Vec<(String, f64)> {
+    text.split(';')
+        .filter_map(|item| {
+            let (n, s) = item.split_once('=')?;
+            Some((n.to_string(), s.parse().ok()?))
+        })
+        .collect()
 }
 
 /// Drops every temp object of a plan.

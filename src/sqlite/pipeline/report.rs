@@ -25,6 +25,8 @@ pub struct Report {
     pub skipped: Vec<(i64, String)>,
     /// How many rows were skipped in all.
     pub skipped_total: i64,
+    /// Seconds per phase script, then `apply` (not printed; in the JSON).
+    pub seconds: Vec<(String, f64)>,
 }
 
 /// What each phase removes, for the report.
@@ -68,6 +70,7 @@ impl Report {
             removed,
             skipped,
             skipped_total,
+            seconds: plan.seconds.clone(),
         })
     }
 
@@ -76,7 +79,8 @@ impl Report {
     /// ```
     /// use dedup::sqlite::pipeline::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
-    ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1 };
+    ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
+    ///                  seconds: vec![] };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
@@ -114,14 +118,20 @@ impl Report {
             .iter()
             .map(|(rowid, why)| format!("{{\"rowid\":{rowid},\"reason\":{}}}", json_string(why)))
             .collect();
+        let seconds: Vec<String> = self
+            .seconds
+            .iter()
+            .map(|(n, s)| format!("{}:{s:.4}", json_string(n)))
+            .collect();
         format!(
-            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{}}}",
+            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"seconds\":{{{}}}}}",
             self.run,
             self.rows_before,
             self.rows_after,
             removed.join(","),
             skipped.join(","),
-            self.skipped_total
+            self.skipped_total,
+            seconds.join(",")
         )
     }
 }
