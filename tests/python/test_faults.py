@@ -299,3 +299,16 @@ def test_wal_concurrent_writer_waits_and_nothing_is_half_applied(tmp_path, refer
     report = conn.execute("SELECT rows_before, rows_after FROM dedup_runs").fetchone()
     archived = conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0]
     assert report[0] - report[1] == archived
+
+
+def test_a_reader_that_finishes_within_the_busy_timeout_is_waited_for(tmp_path, reference):
+    db = crawl.make(str(tmp_path / "crawl.db"))
+    holder = subprocess.Popen([H.PYTHON, "-c", (
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+        "c.execute('BEGIN'); c.execute('SELECT count(*) FROM pages').fetchall(); print('held', flush=True); "
+        "time.sleep(1.5); c.execute('COMMIT')"), db], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    rc, out, err = H.run("shell", db, DEDUP, P.EXTENSION)  # the shell has no busy timeout of its own
+    holder.wait()
+    assert rc == 0 and "run 1:" in out, err
+    assert survivors(db) == reference["survivors"]

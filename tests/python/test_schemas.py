@@ -282,3 +282,13 @@ def test_an_archive_of_version_0_1_is_upgraded_and_restored(db):
     conn.execute("SELECT dedup_restore()").fetchone()
     assert fingerprint(db)["pages"] == original
     assert [r[1] for r in conn.execute("PRAGMA table_info(dedup_rewritten)")] == ["dedup_run", "dedup_rowid", "name", "value"]
+
+
+@pytest.mark.parametrize("mode", ["window", "lsh"])
+def test_a_second_run_removes_nothing(db, mode):
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()
+    first = survivors(db)
+    assert conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()[0] == \
+        f"run 2: {len(first)} rows -> {len(first)} rows"
+    assert survivors(db) == first
