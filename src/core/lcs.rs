@@ -9,34 +9,51 @@
 
 use std::collections::HashMap;
 
+use crate::core::halt::{never, try_vec, Halt};
+
 /// How many rows of `b` run between two early-exit checks.
 const CHECK_EVERY: usize = 32;
 
-/// Bit vectors of the positions of each symbol of `a` (Hyyrö's `PM`), one
-/// row of `words` 64-bit words per distinct symbol; row 0 is all zeros (for
-/// symbols of `b` that do not occur in `a`).
-struct PatternMatch {
+/// Words of work (64 cells each) between two calls of `stop`: about 50 µs.
+const STOP_EVERY_WORDS: usize = 1 << 16;
+
+/// Distinct symbols of `a` up to which the dense table is used: it holds
+/// `distinct * ⌈|a| / 64⌉` words, at most 16 bytes per symbol of `a`.
+const DENSE_MAX_DISTINCT: usize = 128;
+
+/// Hyyrö's `PM`: for a symbol and a 64-bit word index, the bits of the
+/// positions of that symbol in `a`.
+trait Matches {
+    type Row: Copy;
+    fn row(&self, c: u32) -> Self::Row;
+    fn word(&self, row: Self::Row, w: usize) -> u64;
+}
+
+/// One row of `words` words per distinct symbol; row 0 is all zeros (for
+/// symbols of `b` that do not occur in `a`). Fast; used for small alphabets.
+struct Dense {
     words: usize,
     rows: Vec<u64>,
     ascii: [u32; 128],
     other: HashMap<u32, u32>,
 }
 
-impl PatternMatch {
-    fn new<A: Copy + Into<u32>>(a: &[A]) -> Self {
+impl Dense {
+    fn new<A: Copy + Into<u32>>(a: &[A], distinct: usize) -> Result<Self, Halt> {
         let words = a.len().div_ceil(64);
-        let mut pm = PatternMatch {
+        let mut pm = Dense {
             words,
-            rows: vec![0; words],
+            rows: try_vec((distinct + 1) * words, 0)?,
             ascii: [0; 128],
             other: HashMap::new(),
         };
+        let mut next = 1u32;
         for (i, &c) in a.iter().enumerate() {
             let c: u32 = c.into();
-            let row = match pm.row_of(c) {
+            let row = match pm.lookup(c) {
                 0 => {
-                    let row = (pm.rows.len() / words) as u32;
-                    pm.rows.resize(pm.rows.len() + words, 0);
+                    let row = next;
+                    next += 1;
                     if c < 128 {
                         pm.ascii[c as usize] = row;
                     } else {
@@ -48,14 +65,84 @@ impl PatternMatch {
             };
             pm.rows[row as usize * words + i / 64] |= 1 << (i % 64);
         }
-        pm
+        Ok(pm)
     }
 
-    fn row_of(&self, c: u32) -> u32 {
+    fn lookup(&self, c: u32) -> u32 {
         if c < 128 {
             self.ascii[c as usize]
         } else {
             self.other.get(&c).copied().unwrap_or(0)
+        }
+    }
+}
+
+impl Matches for Dense {
+    type Row = usize;
+    fn row(&self, c: u32) -> usize {
+        self.lookup(c) as usize * self.words
+    }
+    #[inline(always)]
+    fn word(&self, row: usize, w: usize) -> u64 {
+        self.rows[row + w]
+    }
+}
+
+/// Slots of one block's table: a block of 64 positions holds at most 64
+/// distinct symbols, so the table is at most half full.
+const SLOTS: usize = 128;
+const EMPTY: u32 = u32::MAX;
+
+/// Per 64-position block, an open-addressing table of (symbol, bits): 1.5
+/// KB per block, 24 bytes per symbol of `a` whatever the alphabet (CJK,
+/// random code points), where a dense table would grow with the alphabet.
+struct Blocked {
+    keys: Vec<u32>,
+    bits: Vec<u64>,
+}
+
+impl Blocked {
+    fn new<A: Copy + Into<u32>>(a: &[A]) -> Result<Self, Halt> {
+        let words = a.len().div_ceil(64);
+        let mut pm = Blocked {
+            keys: try_vec(words * SLOTS, EMPTY)?,
+            bits: try_vec(words * SLOTS, 0)?,
+        };
+        for (i, &c) in a.iter().enumerate() {
+            let slot = pm.slot(i / 64, c.into());
+            pm.keys[slot] = c.into();
+            pm.bits[slot] |= 1 << (i % 64);
+        }
+        Ok(pm)
+    }
+
+    /// The slot of `c` in block `w`: where it is, or the empty slot it goes to.
+    #[inline(always)]
+    fn slot(&self, w: usize, c: u32) -> usize {
+        let base = w * SLOTS;
+        let mut h = (c.wrapping_mul(0x9E37_79B1) >> 25) as usize;
+        loop {
+            let k = self.keys[base + h];
+            if k == c || k == EMPTY {
+                return base + h;
+            }
+            h = (h + 1) % SLOTS;
+        }
+    }
+}
+
+impl Matches for Blocked {
+    type Row = u32;
+    fn row(&self, c: u32) -> u32 {
+        c
+    }
+    #[inline(always)]
+    fn word(&self, c: u32, w: usize) -> u64 {
+        let slot = self.slot(w, c);
+        if self.keys[slot] == c {
+            self.bits[slot]
+        } else {
+            0
         }
     }
 }
@@ -66,8 +153,25 @@ where
     A: Copy + Into<u32>,
     B: Copy + Into<u32>,
 {
+    // `never` does not stop; memory is only short when the machine is.
+    lcs_at_least_or_halt(a, b, min_lcs, &never).expect("out of memory")
+}
+
+/// [`lcs_at_least`] that asks `stop` every few milliseconds of work and
+/// allocates fallibly: `Err` when `stop` said so or memory ran out. Extra
+/// memory: at most 24 bytes per symbol of `a` (plus 8 per 64).
+pub fn lcs_at_least_or_halt<A, B>(
+    a: &[A],
+    b: &[B],
+    min_lcs: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<usize>, Halt>
+where
+    A: Copy + Into<u32>,
+    B: Copy + Into<u32>,
+{
     if min_lcs > a.len().min(b.len()) {
-        return None;
+        return Ok(None);
     }
     // A common prefix and suffix belong to some LCS.
     let same = |x: &A, y: &B| (*x).into() == (*y).into();
@@ -83,31 +187,70 @@ where
     let affix = prefix + suffix;
     let need = min_lcs.saturating_sub(affix);
     if a.is_empty() || b.is_empty() {
-        return (affix >= min_lcs).then_some(affix);
+        return Ok((affix >= min_lcs).then_some(affix));
     }
-    let (len1, len2) = (a.len(), b.len());
-    if need > len1.min(len2) {
-        return None;
+    if need > a.len().min(b.len()) {
+        return Ok(None);
     }
-    let pm = PatternMatch::new(a);
-    let words = pm.words;
-    let mut s = vec![!0u64; words];
+    let lcs = match distinct_up_to(a, DENSE_MAX_DISTINCT + 1) {
+        d if d <= DENSE_MAX_DISTINCT => banded(&Dense::new(a, d)?, a.len(), b, need, stop)?,
+        _ => banded(&Blocked::new(a)?, a.len(), b, need, stop)?,
+    };
+    Ok(lcs.map(|l| l + affix))
+}
+
+/// How many distinct symbols `a` has, counting no further than `cap`.
+fn distinct_up_to<A: Copy + Into<u32>>(a: &[A], cap: usize) -> usize {
+    let mut ascii = [false; 128];
+    let mut other = std::collections::HashSet::new();
+    let mut n = 0;
+    for &c in a {
+        let c: u32 = c.into();
+        let new = if c < 128 {
+            !std::mem::replace(&mut ascii[c as usize], true)
+        } else {
+            other.insert(c)
+        };
+        if new {
+            n += 1;
+            if n >= cap {
+                break;
+            }
+        }
+    }
+    n
+}
+
+/// The bit-parallel LCS of `a` (given by its table `pm` and length `len1`)
+/// and `b`, restricted to the band that can still reach `need`.
+fn banded<M: Matches, B: Copy + Into<u32>>(
+    pm: &M,
+    len1: usize,
+    b: &[B],
+    need: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<usize>, Halt> {
+    let len2 = b.len();
+    let words = len1.div_ceil(64);
+    let mut s = try_vec(words, !0u64)?;
     // Cells further than this left or right of the diagonal cannot be on
     // an alignment with at least `need` matches.
     let (band_left, band_right) = (len1 - need, len2 - need);
     let mut first = 0usize;
     let mut last = words.min((band_left + 1).div_ceil(64));
+    let mut work = 0usize;
     for (row, &c) in b.iter().enumerate() {
-        let base = pm.row_of(c.into()) as usize * words;
-        let matches = &pm.rows[base..base + words];
+        let m = pm.row(c.into());
         let mut carry = 0u64;
-        for (sw, &m) in s[first..last].iter_mut().zip(&matches[first..last]) {
-            let u = *sw & m;
+        for (w, sw) in s[first..last].iter_mut().enumerate() {
+            let x = pm.word(m, first + w);
+            let u = *sw & x;
             // Add with carry (compiles to add/adc).
             let sum = u128::from(*sw) + u128::from(u) + u128::from(carry);
             carry = (sum >> 64) as u64;
             *sw = sum as u64 | (*sw - u);
         }
+        work += last - first;
         if row > band_right {
             first = (row - band_right) / 64;
         }
@@ -117,12 +260,18 @@ where
         if (row + 1) % CHECK_EVERY == 0 {
             let so_far: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
             if so_far + (len2 - row - 1) < need {
-                return None;
+                return Ok(None);
+            }
+        }
+        if work >= STOP_EVERY_WORDS {
+            work = 0;
+            if stop() {
+                return Err(Halt::Stopped);
             }
         }
     }
     let lcs: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
-    (lcs >= need).then_some(lcs + affix)
+    Ok((lcs >= need).then_some(lcs))
 }
 
 #[cfg(test)]
@@ -213,8 +362,53 @@ mod tests {
         }
     }
 
+    #[test]
+    fn many_distinct_symbols_use_the_blocked_table_and_agree() {
+        // 3,000 distinct code points (CJK), then a near copy.
+        let a: Vec<char> = (0..3000u32)
+            .map(|i| char::from_u32(0x4E00 + (i * 7919) % 3000).unwrap())
+            .collect();
+        let mut b = a.clone();
+        b.remove(10);
+        b.insert(2000, 'x');
+        assert!(distinct_up_to(&a, DENSE_MAX_DISTINCT + 1) > DENSE_MAX_DISTINCT);
+        let exact = lcs_dp(&a, &b);
+        assert_eq!(exact, 2999);
+        assert_eq!(lcs_at_least(&a, &b, 0), Some(exact));
+        assert_eq!(lcs_at_least(&a, &b, exact), Some(exact));
+        assert_eq!(lcs_at_least(&a, &b, exact + 1), None);
+    }
+
+    #[test]
+    fn a_stop_request_halts_a_long_comparison() {
+        let a: Vec<u8> = (0..200_000u32)
+            .map(|i| b"ab"[(i.wrapping_mul(2654435761) >> 31) as usize])
+            .collect();
+        let calls = std::cell::Cell::new(0);
+        let stop = || {
+            calls.set(calls.get() + 1);
+            calls.get() > 3
+        };
+        let b: Vec<u8> = a.iter().rev().copied().collect();
+        assert_eq!(lcs_at_least_or_halt(&a, &b, 0, &stop), Err(Halt::Stopped));
+        assert_eq!(calls.get(), 4);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn dense_and_blocked_tables_give_the_same_lcs(
+            a in "[a-d\u{4e00}-\u{4e03}]{1,300}",
+            b in "[a-d\u{4e00}-\u{4e03}]{1,300}",
+            bound in 0usize..300,
+        ) {
+            let (a, b) = (chars(&a), chars(&b));
+            let n = distinct_up_to(&a, 1000);
+            let dense = banded(&Dense::new(&a, n).unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
+            let blocked = banded(&Blocked::new(&a).unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
+            prop_assert_eq!(dense, blocked);
+        }
 
         #[test]
         fn equals_the_dynamic_program_at_every_bound(

@@ -1,9 +1,11 @@
 //! The pure algorithms: no SQLite types here. Each module is usable from
 //! plain Rust; `crate::sqlite` binds them to SQL.
 
+pub mod halt;
 pub mod hash;
 pub mod lcs;
 pub mod near_dups;
+pub mod parallel;
 pub mod similarity;
 pub mod sketch;
 pub mod text;

@@ -18,10 +18,10 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
-use rayon::prelude::*;
-
+use crate::core::halt::{try_collect, Halt};
+use crate::core::parallel::{map_polled, pool};
 use crate::core::similarity::{
-    indel_distance, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
+    indel_distance_or_halt, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
 };
 
 /// One input row of the scan.
@@ -102,9 +102,13 @@ struct Text {
 }
 
 impl Text {
-    fn new(text: String) -> Self {
-        let wide = (!text.is_ascii()).then(|| text.chars().collect::<Vec<_>>());
-        Text { text, wide }
+    fn new(text: String) -> Result<Self, Halt> {
+        let wide = if text.is_ascii() {
+            None
+        } else {
+            Some(try_collect(text.chars().count(), text.chars())?)
+        };
+        Ok(Text { text, wide })
     }
 
     fn code_points(&self) -> CodePoints<'_> {
@@ -126,17 +130,17 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(row: ScanRow, position: u64) -> Self {
+    fn new(row: ScanRow, position: u64) -> Result<Self, Halt> {
         let alive = row.text.is_some();
-        let text = Text::new(row.text.unwrap_or_default());
-        Prepared {
+        let text = Text::new(row.text.unwrap_or_default())?;
+        Ok(Prepared {
             id: row.id,
             rank: row.rank,
             position,
             profile: Profile::new(&text),
             text,
             alive,
-        }
+        })
     }
 }
 
@@ -156,11 +160,14 @@ pub fn validate(threshold: f64, distance: i64) -> Result<(), String> {
 /// Runs the scan over `rows` (in scan order), comparing each row with the
 /// next `distance` rows. Returns the removed rows in the order they were
 /// decided, and the work counters. An error from the row source stops the
-/// scan and is returned (the SQL layer uses this for interrupts).
-pub fn scan<E>(
+/// scan and is returned; so does a [`Halt`]: `poll` is asked every few
+/// milliseconds, also inside long comparisons (the SQL layer polls
+/// `sqlite3_interrupt`), and memory is allocated fallibly.
+pub fn scan<E: From<Halt>>(
     rows: impl IntoIterator<Item = Result<ScanRow, E>>,
     threshold: f64,
     distance: usize,
+    poll: &mut dyn FnMut() -> bool,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
     let mut rows = rows.into_iter();
     let mut window: VecDeque<Prepared> =
@@ -172,7 +179,7 @@ pub fn scan<E>(
         while !exhausted && window.len() <= distance {
             match rows.next() {
                 Some(row) => {
-                    window.push_back(Prepared::new(row?, stats.rows));
+                    window.push_back(Prepared::new(row?, stats.rows)?);
                     stats.rows += 1;
                 }
                 None => exhausted = true,
@@ -187,7 +194,13 @@ pub fn scan<E>(
                         .map(|(total, max)| (j, total, max))
                 })
                 .collect();
-            let near = verify(&anchor.text, &candidates, |j| &window[j].text, &mut stats);
+            let near = verify(
+                &anchor.text,
+                &candidates,
+                |j| &window[j].text,
+                &mut stats,
+                poll,
+            )?;
             let member = |k: usize| (window[k].id, window[k].rank, window[k].position);
             for k in elect(0, &near, member, &mut removed) {
                 window[k].alive = false;
@@ -207,9 +220,13 @@ enum Known {
 
 /// Candidate pairs of rows (indices in scan order), kept by their earlier
 /// row; either order and repeats are fine.
+/// Repeats are removed as the pairs arrive, so memory holds the distinct
+/// pairs (twice at most), however often a pair repeats.
 #[derive(Debug, Clone, Default)]
 pub struct Candidates {
     ahead: Vec<Vec<usize>>,
+    /// Length up to which `ahead[k]` may grow before its repeats are removed.
+    limit: Vec<u32>,
 }
 
 impl Candidates {
@@ -217,6 +234,7 @@ impl Candidates {
     pub fn new(rows: usize) -> Self {
         Candidates {
             ahead: vec![Vec::new(); rows],
+            limit: vec![16; rows],
         }
     }
 
@@ -224,8 +242,20 @@ impl Candidates {
     /// itself is ignored).
     pub fn add(&mut self, a: usize, b: usize) {
         if a != b {
-            self.ahead[a.min(b)].push(a.max(b));
+            let (lo, hi) = (a.min(b), a.max(b));
+            let list = &mut self.ahead[lo];
+            list.push(hi);
+            if list.len() > self.limit[lo] as usize {
+                list.sort_unstable();
+                list.dedup();
+                self.limit[lo] = u32::try_from(list.len() * 2).unwrap_or(u32::MAX).max(16);
+            }
         }
+    }
+
+    /// How many pairs are held (repeats not yet removed included).
+    pub fn held(&self) -> usize {
+        self.ahead.iter().map(Vec::len).sum()
     }
 }
 
@@ -236,12 +266,14 @@ impl Candidates {
 /// with an unbounded window. Texts are read on demand through `text` (index
 /// -> text, `None` for a placeholder): each row once for its length and
 /// histogram, then again only for pairs the exact filters let through. Memory
-/// holds the pairs, one profile per row and one group's texts.
-pub fn scan_pairs<E>(
+/// holds the pairs, one profile per row and one group's texts. Stops as
+/// [`scan`] does.
+pub fn scan_pairs<E: From<Halt>>(
     rows: &[(i64, i64)],
     candidates: Candidates,
     threshold: f64,
     mut text: impl FnMut(usize) -> Result<Option<String>, E>,
+    poll: &mut dyn FnMut() -> bool,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
     let mut ahead = candidates.ahead;
     ahead.resize(rows.len(), Vec::new());
@@ -292,10 +324,10 @@ pub fn scan_pairs<E>(
         for k in std::iter::once(i).chain(candidates.iter().map(|c| c.0)) {
             if let Entry::Vacant(slot) = texts.entry(k) {
                 // A row read live a moment ago: its text is still there.
-                slot.insert(Text::new(text(k)?.unwrap_or_default()));
+                slot.insert(Text::new(text(k)?.unwrap_or_default())?);
             }
         }
-        let near = verify(&texts[&i], &candidates, |j| &texts[&j], &mut stats);
+        let near = verify(&texts[&i], &candidates, |j| &texts[&j], &mut stats, poll)?;
         let member = |k: usize| (rows[k].0, rows[k].1, k as u64);
         for k in elect(i, &near, member, &mut removed) {
             alive[k] = false;
@@ -306,7 +338,7 @@ pub fn scan_pairs<E>(
 
 /// Reads row `k`'s profile if it is not known yet, keeping its text in
 /// `texts` for the group. False for a placeholder.
-fn read_profile<E>(
+fn read_profile<E: From<Halt>>(
     k: usize,
     known: &mut [Known],
     texts: &mut HashMap<usize, Text>,
@@ -315,7 +347,7 @@ fn read_profile<E>(
     if let Known::Unread = known[k] {
         known[k] = match text(k)? {
             Some(t) => {
-                let t = Text::new(t);
+                let t = Text::new(t)?;
                 let profile = Profile::new(&t);
                 texts.insert(k, t);
                 Known::Live(Box::new(profile))
@@ -360,19 +392,19 @@ fn verify<'t>(
     candidates: &[(usize, usize, usize)],
     text: impl Fn(usize) -> &'t Text + Sync,
     stats: &mut ScanStats,
-) -> Vec<(usize, f64)> {
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<Vec<(usize, f64)>, Halt> {
     stats.levenshtein += candidates.len() as u64;
     let a = anchor.code_points();
-    let compare = |&(j, total, max): &(usize, usize, usize)| {
-        indel_distance(&a, &text(j).code_points(), max).map(|d| (j, ratio_from_distance(d, total)))
+    let compare = |&(j, total, max): &(usize, usize, usize), stop: &dyn Fn() -> bool| {
+        Ok(
+            indel_distance_or_halt(&a, &text(j).code_points(), max, stop)?
+                .map(|d| (j, ratio_from_distance(d, total))),
+        )
     };
-    let near: Vec<(usize, f64)> = if candidates.len() > 1 {
-        candidates.par_iter().filter_map(compare).collect()
-    } else {
-        candidates.iter().filter_map(compare).collect()
-    };
+    let near = map_polled(pool(), candidates, compare, poll)?;
     stats.matches += near.len() as u64;
-    near
+    Ok(near)
 }
 
 /// Elects the group of `anchor` and its `near` rows (key, ratio with the
@@ -434,7 +466,7 @@ mod tests {
     use crate::core::similarity::lev_ratio;
     use proptest::prelude::*;
 
-    fn rows(texts: &[(&str, i64)]) -> Vec<Result<ScanRow, ()>> {
+    fn rows(texts: &[(&str, i64)]) -> Vec<Result<ScanRow, Halt>> {
         texts
             .iter()
             .enumerate()
@@ -476,7 +508,7 @@ mod tests {
     }
 
     fn removed_ids(texts: &[(&str, i64)], threshold: f64, distance: usize) -> Vec<i64> {
-        let (removed, _) = scan(rows(texts), threshold, distance).unwrap();
+        let (removed, _) = scan(rows(texts), threshold, distance, &mut || false).unwrap();
         let mut ids: Vec<i64> = removed.iter().map(|r| r.id).collect();
         ids.sort();
         ids
@@ -489,7 +521,7 @@ mod tests {
             ("the quick brown fix", 1),
             ("something else", 0),
         ];
-        let (removed, stats) = scan(rows(&texts), 0.8, 5).unwrap();
+        let (removed, stats) = scan(rows(&texts), 0.8, 5, &mut || false).unwrap();
         assert_eq!(
             removed,
             vec![Removal {
@@ -535,7 +567,7 @@ mod tests {
     #[test]
     fn placeholders_occupy_a_window_slot_but_are_never_compared() {
         let row = |id, text: Option<&str>| {
-            Ok::<_, ()>(ScanRow {
+            Ok::<_, Halt>(ScanRow {
                 id,
                 rank: id,
                 text: text.map(String::from),
@@ -546,10 +578,10 @@ mod tests {
             row(2, None),
             row(3, Some("same text")),
         ];
-        let (removed, stats) = scan(source.clone(), 0.9, 1).unwrap();
+        let (removed, stats) = scan(source.clone(), 0.9, 1, &mut || false).unwrap();
         assert!(removed.is_empty());
         assert_eq!(stats.pairs, 0);
-        let (removed, _) = scan(source, 0.9, 2).unwrap();
+        let (removed, _) = scan(source, 0.9, 2, &mut || false).unwrap();
         assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
     }
 
@@ -561,9 +593,12 @@ mod tests {
                 rank: 0,
                 text: Some("a".into()),
             }),
-            Err("interrupted"),
+            Err(Halt::Stopped),
         ];
-        assert_eq!(scan(source, 0.5, 3).unwrap_err(), "interrupted");
+        assert_eq!(
+            scan(source, 0.5, 3, &mut || false).unwrap_err(),
+            Halt::Stopped
+        );
     }
 
     #[test]
@@ -604,7 +639,8 @@ mod tests {
             &pair_rows(texts),
             candidates(texts.len(), pairs),
             threshold,
-            |k| Ok::<_, ()>(Some(texts[k].0.to_string())),
+            |k| Ok::<_, Halt>(Some(texts[k].0.to_string())),
+            &mut || false,
         )
         .unwrap()
     }
@@ -637,20 +673,29 @@ mod tests {
         let rows = [(1, 0), (2, 1), (3, 2)];
         let texts = [Some("same text"), None, Some("same text")];
         let mut reads = Vec::new();
-        let (removed, stats) =
-            scan_pairs(&rows, candidates(3, &[(0, 1), (1, 2), (0, 2)]), 0.9, |k| {
+        let (removed, stats) = scan_pairs(
+            &rows,
+            candidates(3, &[(0, 1), (1, 2), (0, 2)]),
+            0.9,
+            |k| {
                 reads.push(k);
-                Ok::<_, ()>(texts[k].map(String::from))
-            })
-            .unwrap();
+                Ok::<_, Halt>(texts[k].map(String::from))
+            },
+            &mut || false,
+        )
+        .unwrap();
         assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
         assert_eq!(stats.pairs, 1);
         // Row 2 (index 1) is a placeholder: read once, never compared again.
         assert_eq!(reads, vec![0, 1, 2]);
-        let failing = scan_pairs(&rows, candidates(3, &[(0, 2)]), 0.9, |_| {
-            Err::<Option<String>, _>("interrupted")
-        });
-        assert_eq!(failing.unwrap_err(), "interrupted");
+        let failing = scan_pairs(
+            &rows,
+            candidates(3, &[(0, 2)]),
+            0.9,
+            |_| Err::<Option<String>, _>(Halt::Stopped),
+            &mut || false,
+        );
+        assert_eq!(failing.unwrap_err(), Halt::Stopped);
     }
 
     #[test]
@@ -661,10 +706,16 @@ mod tests {
             .flat_map(|i| (i + 1..5).map(move |j| (i, j)))
             .collect();
         let mut reads = vec![0; 5];
-        let (removed, stats) = scan_pairs(&rows, candidates(5, &all), 0.9, |k| {
-            reads[k] += 1;
-            Ok::<_, ()>(Some(texts[k].to_string()))
-        })
+        let (removed, stats) = scan_pairs(
+            &rows,
+            candidates(5, &all),
+            0.9,
+            |k| {
+                reads[k] += 1;
+                Ok::<_, Halt>(Some(texts[k].to_string()))
+            },
+            &mut || false,
+        )
         .unwrap();
         assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
         // Rows 0 and 2 reach the kernel while their texts are still held;
@@ -691,7 +742,7 @@ mod tests {
                 .chain((0..n).filter(|i| i % 3 == 0).map(|i| (i, n.min(i + distance + 1) - 1)))
                 .filter(|(a, b)| a != b)
                 .collect();
-            let expected = scan(rows(&texts), threshold, distance).unwrap().0;
+            let expected = scan(rows(&texts), threshold, distance, &mut || false).unwrap().0;
             prop_assert_eq!(scan_texts_by_pairs(&texts, &pairs, threshold).0, expected);
         }
     }

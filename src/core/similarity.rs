@@ -11,7 +11,8 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::core::lcs::lcs_at_least;
+use crate::core::halt::{never, try_collect, Halt};
+use crate::core::lcs::lcs_at_least_or_halt;
 
 /// The code points of a text, stored as bytes when the text is ASCII (the
 /// common case, and much faster for the bit-parallel kernel).
@@ -33,6 +34,17 @@ impl<'a> CodePoints<'a> {
         }
     }
 
+    /// [`CodePoints::new`] with a fallible allocation (4 bytes per code
+    /// point of a non-ASCII text).
+    pub fn try_new(text: &'a str) -> Result<Self, Halt> {
+        if text.is_ascii() {
+            Ok(CodePoints::Ascii(text.as_bytes()))
+        } else {
+            let n = text.chars().count();
+            Ok(CodePoints::Wide(Cow::Owned(try_collect(n, text.chars())?)))
+        }
+    }
+
     /// Number of code points.
     pub fn len(&self) -> usize {
         match self {
@@ -51,20 +63,31 @@ impl<'a> CodePoints<'a> {
 /// `None` when it exceeds `max`, from the bit-parallel [`lcs_at_least`]
 /// (banded by `max`, with an early exit).
 pub fn indel_distance(a: &CodePoints<'_>, b: &CodePoints<'_>, max: usize) -> Option<usize> {
+    indel_distance_or_halt(a, b, max, &never).expect("out of memory")
+}
+
+/// [`indel_distance`] that asks `stop` during long work and allocates
+/// fallibly (see [`lcs_at_least_or_halt`]).
+pub fn indel_distance_or_halt(
+    a: &CodePoints<'_>,
+    b: &CodePoints<'_>,
+    max: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<usize>, Halt> {
     // Exact pre-filter: every indel changes the length by one.
     if a.len().abs_diff(b.len()) > max {
-        return None;
+        return Ok(None);
     }
     // indel = |a| + |b| - 2 lcs <= max  <=>  lcs >= (|a| + |b| - max) / 2.
     let total = a.len() + b.len();
     let min_lcs = total.saturating_sub(max).div_ceil(2);
     let lcs = match (a, b) {
-        (CodePoints::Ascii(x), CodePoints::Ascii(y)) => lcs_at_least(x, y, min_lcs),
-        (CodePoints::Wide(x), CodePoints::Wide(y)) => lcs_at_least(x, y, min_lcs),
-        (CodePoints::Ascii(x), CodePoints::Wide(y)) => lcs_at_least(x, y, min_lcs),
-        (CodePoints::Wide(x), CodePoints::Ascii(y)) => lcs_at_least(x, y, min_lcs),
-    };
-    lcs.map(|l| total - 2 * l)
+        (CodePoints::Ascii(x), CodePoints::Ascii(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
+        (CodePoints::Wide(x), CodePoints::Wide(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
+        (CodePoints::Ascii(x), CodePoints::Wide(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
+        (CodePoints::Wide(x), CodePoints::Ascii(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
+    }?;
+    Ok(lcs.map(|l| total - 2 * l))
 }
 
 /// The ratio for an indel distance `dist` between texts of total length
@@ -111,14 +134,25 @@ pub fn lev_ratio_cutoff(a: &str, b: &str, cutoff: f64) -> f64 {
 
 /// [`lev_ratio_cutoff`] on texts already split into code points.
 pub fn lev_ratio_points(a: &CodePoints<'_>, b: &CodePoints<'_>, cutoff: f64) -> f64 {
+    lev_ratio_points_or_halt(a, b, cutoff, &never).expect("out of memory")
+}
+
+/// [`lev_ratio_points`] that asks `stop` during long work and allocates
+/// fallibly.
+pub fn lev_ratio_points_or_halt(
+    a: &CodePoints<'_>,
+    b: &CodePoints<'_>,
+    cutoff: f64,
+    stop: &dyn Fn() -> bool,
+) -> Result<f64, Halt> {
     let total = a.len() + b.len();
     let Some(max) = max_distance_where(total, |r| r >= cutoff) else {
-        return 0.0;
+        return Ok(0.0);
     };
-    match indel_distance(a, b, max) {
+    Ok(match indel_distance_or_halt(a, b, max, stop)? {
         Some(d) => ratio_from_distance(d, total),
         None => 0.0,
-    }
+    })
 }
 
 /// Number of buckets in a [`CharHistogram`].

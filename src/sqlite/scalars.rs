@@ -12,6 +12,7 @@ use crate::core::hash;
 use crate::core::similarity::{self, Shingles, Stopwords};
 use crate::core::text;
 use crate::core::url::{self, UrlOptions};
+use crate::sqlite::interrupt::InterruptPoll;
 
 /// Flags of a pure function: same result for the same arguments, no side
 /// effects, safe in views, triggers and schema objects.
@@ -242,8 +243,8 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
             return Ok(None);
         };
         let (a, b) = (
-            similarity::CodePoints::new(a),
-            similarity::CodePoints::new(b),
+            similarity::CodePoints::try_new(a)?,
+            similarity::CodePoints::try_new(b)?,
         );
         let (la, lb) = (a.len(), b.len());
         let cutoff = cutoff.unwrap_or(0.0);
@@ -258,7 +259,12 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
                 &format!("{la} * {lb}"),
             ));
         }
-        Ok(Some(similarity::lev_ratio_points(&a, &b, cutoff)))
+        // Safety: the connection runs this function on this thread.
+        let poll = RefCell::new(unsafe { InterruptPoll::new(ctx.get_connection()?.handle()) });
+        let stop = || poll.borrow_mut().interrupted();
+        Ok(Some(similarity::lev_ratio_points_or_halt(
+            &a, &b, cutoff, &stop,
+        )?))
     })?;
 
     db.create_scalar_function("shingle_resemblance", -1, PURE, |ctx| {

@@ -17,6 +17,7 @@ use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
 use crate::core::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
+use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups";
@@ -71,10 +72,13 @@ impl Scan for WindowScan {
         );
         let mut stmt = db.prepare(&sql)?;
         let rows = stmt.query_map([], read_row)?;
+        // Safety: the connection runs this scan on this thread.
+        let mut poll = unsafe { InterruptPoll::new(db.handle()) };
         scan(
             rows,
             threshold,
             usize::try_from(distance).unwrap_or(usize::MAX),
+            &mut || poll.interrupted(),
         )
     }
 }

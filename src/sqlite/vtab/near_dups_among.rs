@@ -21,6 +21,7 @@ use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
 use crate::core::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
+use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups_among";
@@ -55,14 +56,22 @@ impl Scan for PairScan {
             quote_identifier(&input)
         );
         let mut text = db.prepare(&sql)?;
-        scan_pairs(&rows, candidates, threshold, |k| {
-            let mut found = text.query([positions[k]])?;
-            match found.next()? {
-                Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
-                // The row left the input since it was listed: nothing to compare.
-                None => Ok(None),
-            }
-        })
+        // Safety: the connection runs this scan on this thread.
+        let mut poll = unsafe { InterruptPoll::new(db.handle()) };
+        scan_pairs(
+            &rows,
+            candidates,
+            threshold,
+            |k| {
+                let mut found = text.query([positions[k]])?;
+                match found.next()? {
+                    Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
+                    // The row left the input since it was listed: nothing to compare.
+                    None => Ok(None),
+                }
+            },
+            &mut || poll.interrupted(),
+        )
     }
 }
 
