@@ -198,6 +198,28 @@ impl fmt::Display for Discard {
     }
 }
 
+/// URLs longer than this are unparseable: no page has one, and parsing a
+/// huge one would hold the caller (1 MiB parses in a few milliseconds).
+pub const MAX_URL_BYTES: usize = 1 << 20;
+
+/// At most 200 characters of `s` for a message (`...` when cut), control
+/// characters escaped: a reason never copies a huge input.
+fn excerpt(s: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n == 200 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Returns the archived URL and the wrapper when `url` is a
 /// `web.archive.org/web/<digits>[flags]/<http(s) url>` snapshot URL.
 pub fn unwrap_wayback(url: &str) -> Option<(&str, &str)> {
@@ -236,6 +258,12 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 
 /// Canonicalizes `url` (see the module documentation for the rules).
 pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discard> {
+    if url.len() > MAX_URL_BYTES {
+        return Err(Discard::Unparseable(format!(
+            "longer than {MAX_URL_BYTES} bytes ({} bytes)",
+            url.len()
+        )));
+    }
     let original = url.trim();
     if let Some(p) = opts.ignored_pattern(original) {
         return Err(Discard::Ignored(p.to_string()));
@@ -249,13 +277,14 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
         target = inner.trim_end_matches('/');
     }
     let parsed = ::url::Url::parse(target)
-        .map_err(|e| Discard::Unparseable(format!("{e} in '{target}'")))?;
+        .map_err(|e| Discard::Unparseable(format!("{e} in '{}'", excerpt(target))))?;
     let scheme = match parsed.scheme() {
         "http" if opts.prefer_https => "https",
         s @ ("http" | "https") => s,
         other => {
             return Err(Discard::Unparseable(format!(
-                "scheme '{other}' is not http(s)"
+                "scheme '{}' is not http(s)",
+                excerpt(other)
             )))
         }
     };
@@ -334,6 +363,9 @@ fn page_anchor(fragment: &str) -> Option<&str> {
 /// `&` and a stray `?` both separate parameters.
 fn canonical_query(query: &str, opts: &UrlOptions) -> String {
     let mut kept: Vec<(String, String)> = Vec::new();
+    // What is kept already (whole parameters, or names): a set, so that a
+    // URL with many parameters costs n log n, not n².
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for part in query.split(['&', '?']).filter(|p| !p.is_empty()) {
         let part = normalize_percent(part);
         let name = part.split('=').next().unwrap_or("").to_ascii_lowercase();
@@ -341,9 +373,9 @@ fn canonical_query(query: &str, opts: &UrlOptions) -> String {
             continue;
         }
         let keep = if opts.keep_params {
-            !kept.iter().any(|(_, p)| *p == part)
+            seen.insert(part.clone())
         } else {
-            opts.keep.contains(&name) && !kept.iter().any(|(n, _)| *n == name)
+            opts.keep.contains(&name) && seen.insert(name.clone())
         };
         if keep {
             kept.push((name, part));

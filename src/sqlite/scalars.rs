@@ -24,9 +24,41 @@ pub const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
 /// beyond it the call fails instead of running for hours.
 pub const MAX_LEV_CELLS: u128 = 100_000_000_000;
 
-/// The SQL error `<function>: <problem>, got <value>`.
+/// The SQL error `<function>: <problem>, got <value>`. The message never
+/// holds a NUL (SQLite would drop it) or more than a few hundred characters.
 pub fn user_error(function: &str, problem: &str, got: &str) -> Error {
-    Error::UserFunctionError(format!("{function}: {problem}, got {got}").into())
+    Error::UserFunctionError(
+        format!(
+            "{function}: {}, got {}",
+            escape(problem, 300),
+            escape(got, 300)
+        )
+        .into(),
+    )
+}
+
+/// `text` cut to `max` characters (`...` appended when cut), control
+/// characters (NUL included) written as `\u{..}`.
+///
+/// ```
+/// use dedup::sqlite::scalars::escape;
+/// assert_eq!(escape("a\0b", 10), "a\\u{0}b");
+/// assert_eq!(escape("abcdef", 3), "abc...");
+/// ```
+pub fn escape(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Describes a value for an error message: its type and a short excerpt.
@@ -37,11 +69,10 @@ pub fn describe(value: ValueRef<'_>) -> String {
         ValueRef::Real(r) => format!("real {r}"),
         ValueRef::Text(t) => {
             let s = String::from_utf8_lossy(t);
-            let excerpt: String = s.chars().take(40).collect();
-            if excerpt.len() < s.len() {
-                format!("text '{excerpt}...' ({} bytes)", t.len())
+            if s.chars().nth(40).is_some() {
+                format!("text '{}' ({} bytes)", escape(&s, 40), t.len())
             } else {
-                format!("text '{excerpt}'")
+                format!("text '{}'", escape(&s, 40))
             }
         }
         ValueRef::Blob(b) => format!("blob of {} bytes", b.len()),

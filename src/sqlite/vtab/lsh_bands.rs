@@ -12,7 +12,7 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Error, Result};
 
-use super::{plan_arguments, planned_arguments};
+use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::sketch::Signature;
 use crate::sqlite::scalars::describe;
 
@@ -50,7 +50,9 @@ unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        plan_arguments(info, COL_SIGNATURE, 3, 3, 10.0)
+        unwind_safe("lsh_bands", || {
+            plan_arguments(info, COL_SIGNATURE, 3, 3, 10.0)
+        })
     }
 
     fn open(&mut self) -> Result<LshBandsCursor<'_>> {
@@ -109,7 +111,7 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
 
 unsafe impl VTabCursor for LshBandsCursor<'_> {
     fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        self.keys = band_keys(idx_num, args)?;
+        self.keys = unwind_safe("lsh_bands", || band_keys(idx_num, args))?;
         self.next = 0;
         Ok(())
     }
@@ -126,7 +128,10 @@ unsafe impl VTabCursor for LshBandsCursor<'_> {
     fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
             0 => ctx.set_result(&(self.next as i64)),
-            1 => ctx.set_result(&self.keys[self.next]),
+            1 => match self.keys.get(self.next) {
+                Some(k) => ctx.set_result(k),
+                None => ctx.set_result(&rusqlite::types::Null),
+            },
             _ => ctx.set_result(&rusqlite::types::Null),
         }
     }

@@ -13,9 +13,32 @@ use rusqlite::{Connection, Error, Result};
 
 use crate::sqlite::scalars::describe;
 
+/// Runs a table-valued function's callback so that a panic inside it is an
+/// SQL error naming the function, never an unwind across SQLite's frames
+/// (which aborts the host).
+pub(crate) fn unwind_safe<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(error(
+            name,
+            "internal error (a bug; please report it)",
+            &crate::sqlite::scalars::escape(&what, 200),
+        ))
+    })
+}
+
 /// A table-valued function's error: `name: problem, got got`.
 pub(crate) fn error(name: &str, problem: &str, got: &str) -> Error {
-    Error::ModuleError(format!("{name}: {problem}, got {got}"))
+    use crate::sqlite::scalars::escape;
+    Error::ModuleError(format!(
+        "{name}: {}, got {}",
+        escape(problem, 300),
+        escape(got, 300)
+    ))
 }
 
 /// `name` quoted as an SQL identifier.

@@ -67,11 +67,11 @@ impl Scan for WindowScan {
         validate(threshold, distance).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let sql = format!(
-            "SELECT id, text, rank FROM {} ORDER BY pos",
+            "SELECT id, text, rank, pos FROM {} ORDER BY pos",
             quote_identifier(&input)
         );
         let mut stmt = db.prepare(&sql)?;
-        let rows = stmt.query_map([], read_row)?;
+        let rows = stmt.query_map([], |row| read_row(row, &input))?;
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
         scan(
@@ -83,11 +83,24 @@ impl Scan for WindowScan {
     }
 }
 
-fn read_row(row: &rusqlite::Row<'_>) -> Result<ScanRow> {
-    let id: i64 = row.get(0)?;
+/// One input row; a bad `id` or `rank` is an error naming the row's `pos`.
+fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<ScanRow> {
+    let integer = |i: usize, column: &str| match row.get_ref(i)? {
+        ValueRef::Integer(v) => Ok(v),
+        other => Err(error(
+            NAME,
+            &format!("{column} in '{input}' must be an integer"),
+            &format!(
+                "{} in the row at pos {}",
+                describe(other),
+                describe(row.get_ref(3)?)
+            ),
+        )),
+    };
+    let id = integer(0, "id")?;
     Ok(ScanRow {
         id,
-        rank: row.get(2)?,
+        rank: integer(2, "rank")?,
         text: text_value(NAME, row.get_ref(1)?, id)?,
     })
 }

@@ -101,8 +101,12 @@ fn read_rows(db: &Connection, input: &str) -> Result<Rows> {
     let (mut rows, mut positions, mut index) = (Vec::new(), Vec::new(), HashMap::new());
     while let Some(row) = query.next()? {
         let pos = integer(row, 0, "pos", input)?;
-        let id = integer(row, 1, "id", input)?;
-        let rank = integer(row, 2, "rank", input)?;
+        let at = |e: Error| match e {
+            Error::ModuleError(m) => Error::ModuleError(format!("{m} in the row at pos {pos}")),
+            other => other,
+        };
+        let id = integer(row, 1, "id", input).map_err(at)?;
+        let rank = integer(row, 2, "rank", input).map_err(at)?;
         if positions.last() == Some(&pos) {
             return Err(error(
                 NAME,

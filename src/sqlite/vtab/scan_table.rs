@@ -14,7 +14,7 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Result};
 
-use super::{plan_arguments, planned_arguments};
+use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::near_dups::{Removal, ScanStats};
 
 /// The counters of the last scan on a connection.
@@ -77,7 +77,9 @@ unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        plan_arguments(info, FIRST_ARGUMENT, 3, S::REQUIRED, 1e6)
+        unwind_safe(S::NAME, || {
+            plan_arguments(info, FIRST_ARGUMENT, 3, S::REQUIRED, 1e6)
+        })
     }
 
     fn open(&mut self) -> Result<ScanCursor<'_, S>> {
@@ -104,10 +106,12 @@ struct ScanCursor<'vtab, S> {
 
 unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
     fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        let given = planned_arguments(idx_num, args, 3);
-        // A non-owning handle on the connection that runs this query.
-        let db = unsafe { Connection::from_handle(self.db) }?;
-        let (removed, stats) = S::run(&db, &given)?;
+        let (removed, stats) = unwind_safe(S::NAME, || {
+            let given = planned_arguments(idx_num, args, 3);
+            // A non-owning handle on the connection that runs this query.
+            let db = unsafe { Connection::from_handle(self.db) }?;
+            S::run(&db, &given)
+        })?;
         if let Ok(mut last) = self.last.lock() {
             *last = Some(stats);
         }
@@ -126,7 +130,9 @@ unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
     }
 
     fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
-        let r = &self.rows[self.next];
+        let Some(r) = self.rows.get(self.next) else {
+            return ctx.set_result(&rusqlite::types::Null);
+        };
         match i {
             0 => ctx.set_result(&r.id),
             1 => ctx.set_result(&r.survivor),
