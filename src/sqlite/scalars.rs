@@ -157,7 +157,13 @@ fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Ar
                         t.len()
                     )
                 })?;
-                UrlOptions::parse(spec).map_err(|e| format!("{function}: {e}, got '{spec}'"))
+                UrlOptions::parse(spec).map_err(|e| {
+                    format!(
+                        "{function}: {}, got '{}'",
+                        escape(&e, 200),
+                        escape(spec, 100)
+                    )
+                })
             }
             other => Err(format!(
                 "{function}: options must be TEXT, got {}",

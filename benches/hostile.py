@@ -1,0 +1,74 @@
+"""Hostile inputs, measured: interrupt latency (seconds from
+sqlite3_interrupt to the error) inside lev_ratio and the scans, and the
+extra peak memory of lev_ratio on texts of 300,000 distinct characters.
+Each case in its own process (Debian's python3, release build). Prints a
+markdown table; the tests in tests/python/test_hostile.py check the same
+cases with generous limits."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+import test_hostile as T  # noqa: E402
+
+CASES = {
+    "lev_ratio, two 300k-character texts (9e10 cells)": """
+        rnd = random.Random(1)
+        a = ''.join(rnd.choice('abcdefghij') for _ in range(300000))
+        b = ''.join(rnd.choice('abcdefghij') for _ in range(300000))
+        print(json.dumps(timed("SELECT lev_ratio(?, ?)", (a, b), 0.5)))
+    """,
+}
+for mb in (1, 5):
+    CASES[f"near_dups, one {mb} MB near-copy pair"] = f"""
+        rnd = random.Random(1)
+        a = [rnd.choice('abcdefghij') for _ in range({mb} * 1_000_000)]
+        b = list(a)
+        for _ in range(20000):
+            b[rnd.randrange(len(b))] = rnd.choice('abcdefghij')
+        conn.execute("CREATE TABLE t (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1, 1, ?, 1), (2, 2, ?, 2)", (''.join(a), ''.join(b)))
+        print(json.dumps(timed("SELECT * FROM near_dups('t', 0.5, 5)", (), 0.5)))
+    """
+for scan in ("near_dups('t', 0.99, 50)", "near_dups_among('t', 'p', 0.99)"):
+    CASES[f"{scan.split('(')[0]}, 20 near-copies of 1 MB"] = f"""
+        rnd = random.Random(2)
+        base = [rnd.choice('abcdefghij ') for _ in range(1_000_000)]
+        conn.execute("CREATE TABLE t (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)")
+        for i in range(20):
+            copy = list(base)
+            for _ in range(2000):
+                copy[rnd.randrange(len(copy))] = rnd.choice('abcdefghij ')
+            conn.execute("INSERT INTO t VALUES (?, ?, ?, ?)", (i, i, ''.join(copy), i))
+        conn.execute("CREATE VIEW p AS SELECT x.id AS a, y.id AS b FROM t x JOIN t y ON y.pos > x.pos")
+        print(json.dumps(timed("SELECT count(*) FROM {scan}", (), 1.0)))
+    """
+
+
+def main():
+    import textwrap
+    print("| case | interrupt latency, best of 3 (s) | all runs |")
+    print("|---|---|---|")
+    for name, code in CASES.items():
+        runs = []
+        for _ in range(3):
+            rc, out, err = T.host(textwrap.dedent(T.INTERRUPT) + textwrap.dedent(code), timeout=600)
+            assert rc == 0, err
+            runs.append(json.loads(out))
+        print(f"| {name} | {min(runs):.3f} | {', '.join(f'{r:.3f}' for r in runs)} |")
+    code = f"""
+        a = {T.distinct_text(300000, 7919)}
+        b = {T.distinct_text(300000, 104729)}
+        base = reset_peak()
+        conn.execute("SELECT lev_ratio(?, ?)", (a, b)).fetchone()
+        print(json.dumps(peak_mb() - base))
+    """
+    rc, out, err = T.host(code, timeout=600)
+    assert rc == 0, err
+    extra = json.loads(out)
+    print(f"\nlev_ratio on two texts of 300,000 distinct code points (1.2 MB of UTF-8 each): "
+          f"{extra:.1f} MB of extra peak RSS, {extra * 2**20 / 600000:.1f} bytes per input character.")
+
+
+if __name__ == "__main__":
+    main()
