@@ -265,18 +265,38 @@ fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Splits text into tokens: maximal runs of Unicode alphanumeric characters,
-/// lowercased.
+/// Splits text into tokens as Text::DeDuper does (`lc`, then runs of
+/// `[[:alnum:]]`): the whole text is lowercased character by character
+/// (Unicode's full lowercase mapping without context, as Perl's `lc`: `Σ`
+/// is always `σ`, `İ` becomes `i` and a combining dot), then split into
+/// maximal runs of word characters: letters (Alphabetic) and decimal
+/// digits (Nd) — not superscript digits or vulgar fractions (No), which
+/// `char::is_alphanumeric` would accept.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            if w.is_ascii() {
-                w.to_ascii_lowercase()
-            } else {
-                w.to_lowercase()
+    let mut chars = text.chars().flat_map(char::to_lowercase).peekable();
+    std::iter::from_fn(move || {
+        while chars.peek().is_some_and(|&c| !is_word_char(c)) {
+            chars.next();
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            if !is_word_char(c) {
+                break;
             }
-        })
+            word.push(c);
+            chars.next();
+        }
+        (!word.is_empty()).then_some(word)
+    })
+}
+
+/// Perl's `[[:alnum:]]` on Unicode text: Alphabetic or a decimal digit.
+pub fn is_word_char(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
+    c.is_alphabetic() || c.general_category() == GeneralCategory::DecimalNumber
 }
 
 #[cfg(test)]
