@@ -15,6 +15,7 @@ FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_debug", "ded
 
 @pytest.fixture(scope="module")
 def corpus():
+    P.require_corpus()
     conn = sqlite3.connect(f"file:{P.CORPUS}/parity-5k.db?mode=ro", uri=True)
     conn.enable_load_extension(True)
     conn.load_extension(P.EXTENSION)

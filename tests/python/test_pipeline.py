@@ -2,6 +2,7 @@
 outputs, nothing lost, nothing half-done."""
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -92,6 +93,22 @@ def test_own_urls_differ_from_the_reference_only_through_the_url_rules(tmp_path,
     assert all(u == conn.execute("SELECT canonical_url(?, ?)", (u, opts)).fetchone()[0] for u in got.values())
 
 
+def test_the_readme_command_deduplicates_the_demo_crawl(tmp_path):
+    """README command 1, from any checkout: the report it prints, and the
+    survivors the independent Python model of the reference gives."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    rows = model_rows(P.connect(db), {})
+    expected = reference_model.run(rows)
+    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
+                         capture_output=True, text=True, check=True)
+    assert out.stderr == ""
+    assert out.stdout.splitlines()[0] == f"run 1: {len(rows)} rows -> {len(expected)} rows"
+    assert set(P.surviving(P.connect(db))) == expected
+    with open(os.path.join(P.ROOT, "demo", "README.md")) as f:
+        assert out.stdout in f.read(), "demo/README.md shows the report"
+
+
 def test_shell_runs_the_readme_command(tmp_path):
     db = P.copy_corpus(tmp_path)
     out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", f".read {P.ROOT}/sql/dedup.sql"],
@@ -167,6 +184,7 @@ def test_lsh_mode_is_the_unbounded_window_over_its_candidate_pairs(tmp_path):
     import Levenshtein
     conn, pairs = run_lsh(tmp_path)
     survivors = set(P.surviving(conn))
+    P.require_corpus()
     original = P.connect(os.path.join(P.CORPUS, "parity-5k.db"))
     rows = model_rows(original, {})
     # The election: the reference's scan with an unbounded window, limited
