@@ -1,0 +1,26 @@
+-- Inputs that once broke a rule (see tests/fuzz.rs); each line is replayed by `cargo test`.
+-- canonical_url fixpoints: a route fragment that trims to nothing, a lone %, nested wrappers.
+SELECT canonical_url('http://a.org#/' || char(14));
+SELECT canonical_url('http://a.org#!/' || char(14));
+SELECT canonical_url('http://a.org/%%34A');
+SELECT canonical_url('http://web.archive.org/web/2020/https://web.archive.org/web/2019id_/http://en.m.m.wikipedia.org/wiki/X/');
+SELECT canonical_url('http://www.www.x.org/a', 'strip_www');
+SELECT canonical_url('https://x.org/doc.pdf#page=2&zoom=100');
+-- A NUL in a value quoted by a message (SQLite dropped the whole message).
+SELECT lev_ratio('a', 'b', 'x' || char(0) || 'y');
+SELECT canonical_url('http://x.org', 'bogus' || char(0));
+SELECT shingle_resemblance('a', 'b', 'n' || char(0));
+-- Many parameters (quadratic before).
+SELECT length(canonical_url('https://x.org/p?' || replace(hex(zeroblob(20000)), '00', 'a=1&'), 'keep_params'));
+-- Corrupted and mismatched signatures.
+SELECT minhash_jaccard(minhash('abc'), substr(minhash('abc'), 1, 9));
+SELECT minhash_jaccard(minhash('abc', 16), minhash('abc', 32));
+SELECT hamming_distance(simhash('a'), 'x' || char(0));
+SELECT minhash('abc', 4097);
+SELECT lsh_params(1.5);
+SELECT lsh_probability(0.5, 0, 4);
+-- Invalid UTF-8 and blobs.
+SELECT normalize_text(CAST(X'FF00FE' AS TEXT));
+SELECT content_hash(X'00');
+SELECT dedup_invalid_text(X'00', CAST(X'C3' AS TEXT), 1);
+SELECT url_discard_reason('ftp://' || hex(zeroblob(5000)));
