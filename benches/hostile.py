@@ -43,6 +43,15 @@ for scan in ("near_dups('t', 0.99, 50)", "near_dups_among('t', 'p', 0.99)"):
         conn.execute("CREATE VIEW p AS SELECT x.id AS a, y.id AS b FROM t x JOIN t y ON y.pos > x.pos")
         print(json.dumps(timed("SELECT count(*) FROM {scan}", (), 1.0)))
     """
+for f in ["normalize_text(?)", "content_hash(?)", "minhash(?, 128, 'char', 5)", "minhash(?, 128, 'word', 5)",
+          "simhash(?)"]:
+    for script, make in (("ASCII", "''.join(rnd.choice('abcdefghij  \\n') for _ in range(100_000_000))"),
+                         ("CJK", "''.join(chr(0x4E00 + rnd.randrange(3000)) for _ in range(30_000_000))")):
+        CASES[f"{f.replace('?', 'text')}, 100 MB of {script}"] = f"""
+        rnd = random.Random(1)
+        t = {make}
+        print(json.dumps(timed("SELECT length({f})", (t,), 0.3)))
+    """
 
 
 def main():

@@ -2,7 +2,8 @@
 
 use sha1::{Digest, Sha1};
 
-use crate::core::text::normalize;
+use crate::core::halt::{never, Halt};
+use crate::core::text::normalize_or_halt;
 
 /// Lowercase hex SHA-1 of `bytes`.
 pub fn sha1_hex(bytes: &[u8]) -> String {
@@ -19,12 +20,17 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
 /// when the normalized text is empty: an empty page is not a fingerprint and
 /// must never make two pages duplicates.
 pub fn content_hash(text: &str) -> Option<String> {
-    let normalized = normalize(text);
-    if normalized.is_empty() {
+    content_hash_or_halt(text, &never).expect("out of memory")
+}
+
+/// [`content_hash`] whose normalization asks `stop` every MiB of work.
+pub fn content_hash_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<Option<String>, Halt> {
+    let normalized = normalize_or_halt(text, stop)?;
+    Ok(if normalized.is_empty() {
         None
     } else {
         Some(sha1_hex(normalized.as_bytes()))
-    }
+    })
 }
 
 #[cfg(test)]

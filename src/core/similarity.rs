@@ -330,15 +330,43 @@ const ALNUM: [u8; 256] = {
 /// (token boundaries are the bit transitions of an alphanumeric mask) and
 /// hashed in place, without building the tokens.
 pub(crate) fn token_hashes(text: &str) -> Vec<u64> {
+    token_hashes_or_halt(text, &never).expect("out of memory")
+}
+
+/// [`token_hashes`] that asks `stop` every million tokens or 64 MiB and
+/// reserves its vector fallibly.
+pub(crate) fn token_hashes_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<u64>, Halt> {
+    let mut hashes = Vec::new();
+    hashes
+        .try_reserve(text.len() / 5)
+        .map_err(|_| Halt::OutOfMemory)?;
     if !text.is_ascii() {
-        return crate::core::text::words(text)
-            .map(|w| token_hash(w.as_bytes(), 0, w.len(), false))
-            .collect();
+        // The tokens of `text::words`, built in one buffer; `stop` is asked
+        // by characters, so one huge token (a CJK page has no spaces) does
+        // not hold it.
+        let mut word = String::new();
+        for (k, c) in text.chars().flat_map(char::to_lowercase).enumerate() {
+            if k % (1 << 20) == (1 << 20) - 1 && stop() {
+                return Err(Halt::Stopped);
+            }
+            if crate::core::text::is_word_char(c) {
+                word.push(c);
+            } else if !word.is_empty() {
+                hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
+                word.clear();
+            }
+        }
+        if !word.is_empty() {
+            hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
+        }
+        return Ok(hashes);
     }
     let bytes = text.as_bytes();
-    let mut hashes = Vec::with_capacity(bytes.len() / 5);
     let (mut start, mut in_token, mut carry) = (0, false, 0u64);
     for (index, block) in bytes.chunks(64).enumerate() {
+        if index % (1 << 20) == (1 << 20) - 1 && stop() {
+            return Err(Halt::Stopped);
+        }
         let mut mask = 0u64;
         for (i, &b) in block.iter().enumerate() {
             mask |= u64::from(ALNUM[usize::from(b)]) << i;
@@ -359,7 +387,7 @@ pub(crate) fn token_hashes(text: &str) -> Vec<u64> {
     if in_token {
         hashes.push(token_hash(bytes, start, bytes.len(), true));
     }
-    hashes
+    Ok(hashes)
 }
 
 /// Order-sensitive combination of token hashes into one shingle hash.

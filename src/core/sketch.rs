@@ -7,7 +7,8 @@
 //! tokens or characters, but at least one, has one shingle made of all of
 //! them; a text with none has no sketch.
 
-use crate::core::similarity::{combine, combine_iter, token_hashes};
+use crate::core::halt::{never, Halt};
+use crate::core::similarity::{combine, combine_iter, token_hashes_or_halt};
 
 /// What a shingle is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,38 +47,66 @@ impl Shingling {
 
     /// Hashes of the text's shingles (with repeats), in text order.
     pub fn hashes(&self, text: &str) -> Vec<u64> {
+        self.hashes_or_halt(text, &never).expect("out of memory")
+    }
+
+    /// [`Shingling::hashes`] that asks `stop` every few milliseconds of work
+    /// and allocates its vectors fallibly.
+    pub fn hashes_or_halt(&self, text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<u64>, Halt> {
         let n = self.n;
-        match self.kind {
+        Ok(match self.kind {
             ShingleKind::Word => {
-                let tokens = token_hashes(text);
+                let tokens = token_hashes_or_halt(text, stop)?;
                 if tokens.is_empty() {
                     Vec::new()
                 } else if tokens.len() < n {
                     vec![combine(&tokens)]
                 } else {
-                    tokens.windows(n).map(combine).collect()
+                    stopping_collect(tokens.len() - n + 1, tokens.windows(n).map(combine), stop)?
                 }
             }
             ShingleKind::Char if text.is_ascii() => {
                 let b = text.as_bytes();
                 if b.is_empty() {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
                 let n = n.min(b.len());
-                (0..=b.len() - n)
-                    .map(|i| bytes_hash(&b[i..i + n]))
-                    .collect()
+                stopping_collect(
+                    b.len() - n + 1,
+                    (0..=b.len() - n).map(|i| bytes_hash(&b[i..i + n])),
+                    stop,
+                )?
             }
             ShingleKind::Char => {
-                let chars: Vec<u64> = text.chars().map(|c| u64::from(c as u32)).collect();
+                let count = text.chars().count();
+                let chars =
+                    stopping_collect(count, text.chars().map(|c| u64::from(c as u32)), stop)?;
                 let n = n.min(chars.len());
                 if n == 0 {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
-                chars.windows(n).map(combine).collect()
+                stopping_collect(chars.len() - n + 1, chars.windows(n).map(combine), stop)?
             }
-        }
+        })
     }
+}
+
+/// Collects `len` items into a vector allocated fallibly, asking `stop`
+/// every million items.
+fn stopping_collect(
+    len: usize,
+    items: impl Iterator<Item = u64>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<u64>, Halt> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Halt::OutOfMemory)?;
+    for (k, x) in items.enumerate() {
+        if k % (1 << 20) == (1 << 20) - 1 && stop() {
+            return Err(Halt::Stopped);
+        }
+        v.push(x);
+    }
+    Ok(v)
 }
 
 /// Hash of a short byte string (an ASCII character shingle), consistent with
@@ -124,6 +153,31 @@ impl MinHasher {
     /// Number of values in a signature.
     pub fn num_perm(&self) -> usize {
         self.a.len()
+    }
+
+    /// [`MinHasher::signature`] over chunks of the hashes, asking `stop`
+    /// between two chunks (a few milliseconds of work).
+    pub fn signature_or_halt(
+        &self,
+        hashes: &[u64],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<u32>>, Halt> {
+        let chunk = (1 << 22) / self.a.len().max(1);
+        let mut sig: Option<Vec<u32>> = None;
+        for part in hashes.chunks(chunk.max(1)) {
+            if stop() {
+                return Err(Halt::Stopped);
+            }
+            let s = self.signature(part).expect("a chunk is not empty");
+            sig = Some(match sig {
+                None => s,
+                Some(mut acc) => {
+                    acc.iter_mut().zip(s).for_each(|(x, y)| *x = (*x).min(y));
+                    acc
+                }
+            });
+        }
+        Ok(sig)
     }
 
     /// The minimum of each permutation over the shingle hashes; `None` when
@@ -283,23 +337,31 @@ pub fn lsh_params(threshold: f64, num_perm: usize) -> (usize, usize) {
 /// SimHash of shingle hashes: bit `i` is set when more shingles have it set
 /// than not. `None` when there are no shingles.
 pub fn simhash(hashes: &[u64]) -> Option<u64> {
+    simhash_or_halt(hashes, &never).expect("never stops")
+}
+
+/// [`simhash`] that asks `stop` every million hashes.
+pub fn simhash_or_halt(hashes: &[u64], stop: &dyn Fn() -> bool) -> Result<Option<u64>, Halt> {
     if hashes.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let mut counts = [0i32; 64];
-    for &h in hashes {
+    let mut counts = [0i64; 64];
+    for (k, &h) in hashes.iter().enumerate() {
+        if k % (1 << 20) == (1 << 20) - 1 && stop() {
+            return Err(Halt::Stopped);
+        }
         let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (h >> 29);
         for (bit, count) in counts.iter_mut().enumerate() {
-            *count += (((h >> bit) & 1) as i32) * 2 - 1;
+            *count += (((h >> bit) & 1) as i64) * 2 - 1;
         }
     }
-    Some(
+    Ok(Some(
         counts
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
             .fold(0u64, |acc, (bit, _)| acc | 1 << bit),
-    )
+    ))
 }
 
 #[cfg(test)]

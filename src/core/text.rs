@@ -7,6 +7,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+use crate::core::halt::{never, Halt};
+
 /// Typographic characters folded the way the reference does, before the
 /// generic transliteration (deunicode) handles everything else.
 fn typographic_fold(c: char) -> Option<&'static str> {
@@ -48,20 +50,38 @@ fn typographic_fold(c: char) -> Option<&'static str> {
 /// a `TM` not preceded by an uppercase letter nor followed by a letter stays
 /// uppercase, so `normalize` is the identity on the reference's output.
 pub fn normalize(text: &str) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    if text.is_ascii() {
-        collapse_ascii::<true>(text.as_bytes(), &mut out);
-    } else {
-        collapse_ascii::<true>(transliterate(text).as_bytes(), &mut out);
-    }
-    // `collapse_ascii` only ever writes ASCII bytes.
-    String::from_utf8(out).expect("normalized text is ASCII")
+    normalize_or_halt(text, &never).expect("out of memory")
 }
 
+/// [`normalize`] that asks `stop` every MiB of work and allocates its
+/// output fallibly.
+pub fn normalize_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    let mut out = Vec::new();
+    out.try_reserve(text.len()).map_err(|_| Halt::OutOfMemory)?;
+    if text.is_ascii() {
+        collapse_ascii::<true>(text.as_bytes(), &mut out, stop)?;
+    } else {
+        collapse_ascii::<true>(transliterate(text, stop)?.as_bytes(), &mut out, stop)?;
+    }
+    // `collapse_ascii` only ever writes ASCII bytes.
+    Ok(String::from_utf8(out).expect("normalized text is ASCII"))
+}
+
+/// Work between two calls of `stop`.
+const STOP_EVERY: usize = 1 << 20;
+
 /// Maps non-ASCII text to ASCII: lowercase, NFKC, typographic fold, deunicode.
-fn transliterate(text: &str) -> String {
-    let mut ascii = String::with_capacity(text.len() + text.len() / 2);
-    for c in text.to_lowercase().nfkc() {
+/// Lowercasing is per character (no final-sigma context): `ς` and `σ` both
+/// transliterate to `s`, so the result is the same as `str::to_lowercase`'s.
+fn transliterate(text: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    let mut ascii = String::new();
+    ascii
+        .try_reserve(text.len() + text.len() / 2)
+        .map_err(|_| Halt::OutOfMemory)?;
+    for (k, c) in text.chars().flat_map(char::to_lowercase).nfkc().enumerate() {
+        if k % STOP_EVERY == STOP_EVERY - 1 && stop() {
+            return Err(Halt::Stopped);
+        }
         if c.is_ascii() {
             ascii.push(c);
         } else if let Some(folded) = typographic_fold(c) {
@@ -73,7 +93,7 @@ fn transliterate(text: &str) -> String {
             }
         }
     }
-    ascii
+    Ok(ascii)
 }
 
 const fn is_word_byte(b: u8) -> bool {
@@ -136,7 +156,13 @@ fn chunk_is_kept(chunk: &[u8]) -> bool {
 
 /// The ASCII pass: lowercase, quote folding and whitespace collapsing.
 /// `FAST` = false disables the run-copy fast path (for testing it).
-fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
+fn collapse_ascii<const FAST: bool>(
+    input: &[u8],
+    out: &mut Vec<u8>,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Halt> {
+    // The fast path runs up to `check`, where `stop` is asked.
+    let mut check = STOP_EVERY;
     // State of the pending whitespace run.
     let mut in_run = false;
     let mut breaks = 0u32;
@@ -147,6 +173,12 @@ fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
     let mut keep_upper = false;
     let mut i = 0;
     while i < input.len() {
+        if i >= check {
+            if stop() {
+                return Err(Halt::Stopped);
+            }
+            check = i + STOP_EVERY;
+        }
         // Fast path: copy a run of bytes the rules leave unchanged (plain
         // bytes, and a single space or apostrophe between two of them) in
         // one go.
@@ -156,10 +188,13 @@ fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
             // Invariant: `input[i - 1]` is plain.
             loop {
                 while let Some(chunk) = input.get(i..i + 8) {
-                    if !chunk_is_kept(chunk) {
+                    if i >= check || !chunk_is_kept(chunk) {
                         break;
                     }
                     i += 8;
+                }
+                if i >= check {
+                    break;
                 }
                 // Separators the rules keep as they are, between the plain
                 // byte before `i` and a plain byte after them.
@@ -263,6 +298,7 @@ fn collapse_ascii<const FAST: bool>(input: &[u8], out: &mut Vec<u8>) {
             }
         }
     }
+    Ok(())
 }
 
 /// Splits text into tokens as Text::DeDuper does (`lc`, then runs of
@@ -303,6 +339,25 @@ pub fn is_word_char(c: char) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn stop_checks_inside_long_runs_do_not_change_the_result() {
+        // 3 MB: the fast path is cut at every MiB boundary.
+        let unit = "Plain words and more words, 42 of them.\nA line\n\n  Another TM para\t`x`  ";
+        let text: String = unit.repeat(3 << 20 >> 6);
+        let (mut fast, mut slow) = (Vec::new(), Vec::new());
+        collapse_ascii::<true>(text.as_bytes(), &mut fast, &never).unwrap();
+        collapse_ascii::<false>(text.as_bytes(), &mut slow, &never).unwrap();
+        assert_eq!(fast, slow);
+        let calls = std::cell::Cell::new(0);
+        let stop = || {
+            calls.set(calls.get() + 1);
+            calls.get() == 2
+        };
+        assert_eq!(normalize_or_halt(&text, &stop), Err(Halt::Stopped));
+        let wide = format!("Ελληνικά {text}");
+        assert_eq!(normalize_or_halt(&wide, &|| true), Err(Halt::Stopped));
+    }
 
     #[test]
     fn lowercases_and_collapses_spaces() {
@@ -400,8 +455,8 @@ mod tests {
         ], 0..24)) {
             let s = parts.concat();
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
-            collapse_ascii::<true>(s.as_bytes(), &mut fast);
-            collapse_ascii::<false>(s.as_bytes(), &mut slow);
+            collapse_ascii::<true>(s.as_bytes(), &mut fast, &never).unwrap();
+            collapse_ascii::<false>(s.as_bytes(), &mut slow, &never).unwrap();
             prop_assert_eq!(fast, slow);
         }
 

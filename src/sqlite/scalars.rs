@@ -204,6 +204,16 @@ fn canonicalize_cached<T>(
     })
 }
 
+/// A poller of the connection running this function (it prepares nothing
+/// until first asked, a millisecond into the work).
+pub(crate) fn interrupt_poll(ctx: &Context<'_>) -> Result<RefCell<InterruptPoll>> {
+    // Safety: the handle is the connection running this function; the
+    // poller lives for this call, on this thread.
+    Ok(RefCell::new(unsafe {
+        InterruptPoll::new(ctx.get_connection()?.handle())
+    }))
+}
+
 fn text_result(s: Option<String>) -> ToSqlOutput<'static> {
     ToSqlOutput::Owned(s.map_or(Value::Null, Value::Text))
 }
@@ -213,13 +223,23 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
     db.create_scalar_function("normalize_text", -1, PURE, |ctx| {
         check_arity(ctx, "normalize_text", 1, 1)?;
         let t = text_arg(ctx, 0, "normalize_text", "text")?;
-        Ok(text_result(t.map(text::normalize)))
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        Ok(text_result(
+            t.map(|t| text::normalize_or_halt(t, &stop)).transpose()?,
+        ))
     })?;
 
     db.create_scalar_function("content_hash", -1, PURE, |ctx| {
         check_arity(ctx, "content_hash", 1, 1)?;
         let t = text_arg(ctx, 0, "content_hash", "text")?;
-        Ok(text_result(t.and_then(hash::content_hash)))
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        Ok(text_result(
+            t.map(|t| hash::content_hash_or_halt(t, &stop))
+                .transpose()?
+                .flatten(),
+        ))
     })?;
 
     db.create_scalar_function("canonical_url", -1, PURE, |ctx| {
@@ -296,8 +316,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
                 &format!("{la} * {lb}"),
             ));
         }
-        // Safety: the connection runs this function on this thread.
-        let poll = RefCell::new(unsafe { InterruptPoll::new(ctx.get_connection()?.handle()) });
+        let poll = interrupt_poll(ctx)?;
         let stop = || poll.borrow_mut().interrupted();
         Ok(Some(similarity::lev_ratio_points_or_halt(
             &a, &b, cutoff, &stop,

@@ -6,8 +6,12 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Result};
 
-use crate::core::sketch::{lsh_params, lsh_probability, simhash, MinHasher, Shingling, Signature};
-use crate::sqlite::scalars::{check_arity, describe, number_arg, text_arg, user_error, PURE};
+use crate::core::sketch::{
+    lsh_params, lsh_probability, simhash_or_halt, MinHasher, Shingling, Signature,
+};
+use crate::sqlite::scalars::{
+    check_arity, describe, interrupt_poll, number_arg, text_arg, user_error, PURE,
+};
 
 /// Default permutations of `minhash`.
 pub const DEFAULT_PERMUTATIONS: i64 = 128;
@@ -124,14 +128,16 @@ pub fn register(db: &Connection) -> Result<()> {
         let Some(text) = text_arg(ctx, 0, F, "text")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
         };
-        let hashes = shingling.hashes(text);
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        let hashes = shingling.hashes_or_halt(text, &stop)?;
         let sig = HASHER.with(|h| {
             let mut h = h.borrow_mut();
             if h.num_perm() != perms {
                 *h = MinHasher::new(perms);
             }
-            h.signature(&hashes)
-        });
+            h.signature_or_halt(&hashes, &stop)
+        })?;
         Ok(ToSqlOutput::Owned(match sig {
             Some(sig) => Value::Blob(MinHasher::to_blob(shingling, &sig)),
             None => Value::Null,
@@ -157,7 +163,10 @@ pub fn register(db: &Connection) -> Result<()> {
         let Some(text) = text_arg(ctx, 0, F, "text")? else {
             return Ok(None);
         };
-        Ok(simhash(&shingling.hashes(text)).map(|h| h as i64))
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        let hashes = shingling.hashes_or_halt(text, &stop)?;
+        Ok(simhash_or_halt(&hashes, &stop)?.map(|h| h as i64))
     })?;
 
     db.create_scalar_function("hamming_distance", 2, PURE, |ctx| {

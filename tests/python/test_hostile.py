@@ -260,3 +260,19 @@ def test_repeated_candidate_pairs_cost_memory_once(tmp_path):
     got = json.loads(out)
     assert "phase 4 (near duplicate)" in got["many"]
     assert got["extra_mb"] < 200, got
+
+
+def test_interrupt_stops_the_linear_functions_inside_a_huge_text():
+    code = textwrap.dedent(INTERRUPT) + textwrap.dedent("""
+        rnd = random.Random(4)
+        t = ''.join(chr(0x4E00 + rnd.randrange(3000)) for _ in range(12_000_000))
+        out = {}
+        for f in ["normalize_text(?)", "content_hash(?)", "minhash(?, 128, 'char', 5)",
+                  "minhash(?, 128, 'word', 5)", "simhash(?)"]:
+            out[f] = timed(f"SELECT length({f})", (t,), 0.15)
+        print(json.dumps(out))
+    """)
+    rc, out, err = host(code, timeout=300)
+    assert rc == 0, err
+    for f, latency in json.loads(out).items():
+        assert latency is not None and latency < 1.0, (f, latency)
