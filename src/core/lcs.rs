@@ -27,6 +27,9 @@ trait Matches {
     type Row: Copy;
     fn row(&self, c: u32) -> Self::Row;
     fn word(&self, row: Self::Row, w: usize) -> u64;
+    /// The whole row as a slice, when the table stores it so (the fast
+    /// path: no per-word lookup).
+    fn slice(&self, row: Self::Row) -> Option<&[u64]>;
 }
 
 /// One row of `words` words per distinct symbol; row 0 is all zeros (for
@@ -39,11 +42,13 @@ struct Dense {
 }
 
 impl Dense {
-    fn new<A: Copy + Into<u32>>(a: &[A], distinct: usize) -> Result<Self, Halt> {
+    /// The table of `a` in one pass, or `None` when `a` has more than
+    /// [`DENSE_MAX_DISTINCT`] distinct symbols.
+    fn new<A: Copy + Into<u32>>(a: &[A]) -> Result<Option<Self>, Halt> {
         let words = a.len().div_ceil(64);
         let mut pm = Dense {
             words,
-            rows: try_vec((distinct + 1) * words, 0)?,
+            rows: try_vec(words, 0)?,
             ascii: [0; 128],
             other: HashMap::new(),
         };
@@ -52,8 +57,13 @@ impl Dense {
             let c: u32 = c.into();
             let row = match pm.lookup(c) {
                 0 => {
+                    if next as usize > DENSE_MAX_DISTINCT {
+                        return Ok(None);
+                    }
                     let row = next;
                     next += 1;
+                    pm.rows.try_reserve(words).map_err(|_| Halt::OutOfMemory)?;
+                    pm.rows.resize(pm.rows.len() + words, 0);
                     if c < 128 {
                         pm.ascii[c as usize] = row;
                     } else {
@@ -65,7 +75,7 @@ impl Dense {
             };
             pm.rows[row as usize * words + i / 64] |= 1 << (i % 64);
         }
-        Ok(pm)
+        Ok(Some(pm))
     }
 
     fn lookup(&self, c: u32) -> u32 {
@@ -85,6 +95,10 @@ impl Matches for Dense {
     #[inline(always)]
     fn word(&self, row: usize, w: usize) -> u64 {
         self.rows[row + w]
+    }
+    #[inline(always)]
+    fn slice(&self, row: usize) -> Option<&[u64]> {
+        Some(&self.rows[row..row + self.words])
     }
 }
 
@@ -145,6 +159,9 @@ impl Matches for Blocked {
             0
         }
     }
+    fn slice(&self, _: u32) -> Option<&[u64]> {
+        None
+    }
 }
 
 /// The LCS length of `a` and `b` when it is at least `min_lcs`, else `None`.
@@ -192,14 +209,15 @@ where
     if need > a.len().min(b.len()) {
         return Ok(None);
     }
-    let lcs = match distinct_up_to(a, DENSE_MAX_DISTINCT + 1) {
-        d if d <= DENSE_MAX_DISTINCT => banded(&Dense::new(a, d)?, a.len(), b, need, stop)?,
-        _ => banded(&Blocked::new(a)?, a.len(), b, need, stop)?,
+    let lcs = match Dense::new(a)? {
+        Some(dense) => banded(&dense, a.len(), b, need, stop)?,
+        None => banded(&Blocked::new(a)?, a.len(), b, need, stop)?,
     };
     Ok(lcs.map(|l| l + affix))
 }
 
 /// How many distinct symbols `a` has, counting no further than `cap`.
+#[cfg(test)]
 fn distinct_up_to<A: Copy + Into<u32>>(a: &[A], cap: usize) -> usize {
     let mut ascii = [false; 128];
     let mut other = std::collections::HashSet::new();
@@ -241,14 +259,26 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
     let mut work = 0usize;
     for (row, &c) in b.iter().enumerate() {
         let m = pm.row(c.into());
-        let mut carry = 0u64;
-        for (w, sw) in s[first..last].iter_mut().enumerate() {
-            let x = pm.word(m, first + w);
+        // One step of Hyyrö's recurrence on a word (add with carry compiles
+        // to add/adc).
+        let step = |sw: &mut u64, x: u64, carry: &mut u64| {
             let u = *sw & x;
-            // Add with carry (compiles to add/adc).
-            let sum = u128::from(*sw) + u128::from(u) + u128::from(carry);
-            carry = (sum >> 64) as u64;
+            let sum = u128::from(*sw) + u128::from(u) + u128::from(*carry);
+            *carry = (sum >> 64) as u64;
             *sw = sum as u64 | (*sw - u);
+        };
+        let mut carry = 0u64;
+        match pm.slice(m) {
+            Some(row) => {
+                for (sw, &x) in s[first..last].iter_mut().zip(&row[first..last]) {
+                    step(sw, x, &mut carry);
+                }
+            }
+            None => {
+                for (w, sw) in s[first..last].iter_mut().enumerate() {
+                    step(sw, pm.word(m, first + w), &mut carry);
+                }
+            }
         }
         work += last - first;
         if row > band_right {
@@ -404,8 +434,8 @@ mod tests {
             bound in 0usize..300,
         ) {
             let (a, b) = (chars(&a), chars(&b));
-            let n = distinct_up_to(&a, 1000);
-            let dense = banded(&Dense::new(&a, n).unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
+            prop_assume!(distinct_up_to(&a, 1000) <= DENSE_MAX_DISTINCT);
+            let dense = banded(&Dense::new(&a).unwrap().unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
             let blocked = banded(&Blocked::new(&a).unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
             prop_assert_eq!(dense, blocked);
         }
