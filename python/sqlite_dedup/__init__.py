@@ -1,0 +1,86 @@
+"""sqlite-dedup for Python: load the extension into a connection (the standard
+sqlite3 module or apsw) and run, restore or explain the dedup pipeline.
+
+    import sqlite3, sqlite_dedup
+    conn = sqlite3.connect("crawl.db")
+    sqlite_dedup.load(conn)
+    report = sqlite_dedup.run(conn, threshold=0.9)   # a dict
+"""
+import json
+import os
+
+__all__ = ["loadable_path", "load", "run", "restore", "explain", "stats", "ExtensionLoadError"]
+__version__ = "0.1.0"
+
+
+class ExtensionLoadError(RuntimeError):
+    """The connection cannot load SQLite extensions."""
+
+
+def loadable_path():
+    """The path to pass to `load_extension` (without the `.so` suffix, which
+    SQLite adds)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "dedup0")
+
+
+def load(conn):
+    """Loads the extension into `conn`, a `sqlite3.Connection` or an
+    `apsw.Connection`."""
+    enable = getattr(conn, "enable_load_extension", None)
+    if enable is None:
+        raise ExtensionLoadError(
+            "this Python's sqlite3 module cannot load extensions (it was built without "
+            "SQLITE_ENABLE_LOAD_EXTENSION, as pyenv and python.org macOS builds are). Use an interpreter "
+            "that can (Debian/Ubuntu's /usr/bin/python3), or `pip install apsw` and pass an apsw.Connection.")
+    enable(True)
+    try:
+        conn.load_extension(loadable_path())
+    finally:
+        try:
+            enable(False)
+        except Exception:  # apsw keeps it enabled; nothing to undo
+            pass
+
+
+def _one(conn, sql, params=()):
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]
+
+
+def run(conn, **settings):
+    """Runs the whole pipeline in one transaction (see the README for the
+    settings: threshold, distance, near_mode, n_min, ...); returns the report
+    as a dict: run, rows_before, rows_after, removed per phase, skipped rows,
+    seconds per phase. Raises the SQL error, with nothing changed, when the
+    run fails."""
+    _one(conn, "SELECT dedup_run(?)", (json.dumps(settings),))
+    return json.loads(_one(conn, "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1"))
+
+
+def restore(conn):
+    """Undoes the latest run; returns what was done, in words."""
+    return _one(conn, "SELECT dedup_restore()")
+
+
+def explain(conn, page):
+    """Why a page is gone: for a removed rowid (int) or URL (str), its run,
+    phase, reason, ratio, the survivor it lost to and the final survivor
+    (following survivors later removed), as a dict; None when no run removed it."""
+    column = "rowid" if isinstance(page, int) else "url"
+    cur = conn.execute(
+        f"SELECT rowid, url, run, phase, reason, ratio, survivor, final_survivor, chain, final_url "
+        f"FROM dedup_why WHERE {column} = ? ORDER BY run DESC LIMIT 1", (page,))
+    row = cur.fetchone()
+    if row is None:
+        return None
+    keys = ["rowid", "url", "run", "phase", "reason", "ratio", "survivor", "final_survivor", "chain", "final_url"]
+    return dict(zip(keys, row))
+
+
+def stats(conn):
+    """The runs recorded in the database: a list of their reports."""
+    exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs' AND type = 'table'")
+    if not exists:
+        return []
+    return [dict(json.loads(r), finished=f, settings=json.loads(s)) if r else {"run": n, "finished": f}
+            for n, f, s, r in conn.execute("SELECT run, finished, settings, report FROM dedup_runs ORDER BY run")]

@@ -1,0 +1,5 @@
+import sys
+
+from sqlite_dedup.cli import main
+
+sys.exit(main())

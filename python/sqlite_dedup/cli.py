@@ -1,0 +1,86 @@
+"""The `sqlite-dedup` command: run, restore, explain and stats on a crawl
+database, without the sqlite3 shell."""
+import argparse
+import json
+import sqlite3
+import sys
+
+import sqlite_dedup
+
+
+def connect(path):
+    """A connection with the extension loaded: the standard module if it can
+    load extensions, else apsw if installed."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        sqlite_dedup.load(conn)
+        return conn
+    except sqlite_dedup.ExtensionLoadError as first:
+        try:
+            import apsw
+        except ImportError:
+            raise SystemExit(f"sqlite-dedup: {first}") from None
+        conn = apsw.Connection(path)
+        sqlite_dedup.load(conn)
+        return conn
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="sqlite-dedup", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="deduplicate the pages of DB (one transaction; nothing changes on error)")
+    run.add_argument("db")
+    run.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
+    run.add_argument("--mode", choices=["window", "lsh"], help="near-duplicate candidates (default window)")
+    run.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
+    run.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
+    run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    run.add_argument("--keep-params", action="store_true", help="keep all but tracking query parameters")
+    run.add_argument("--table", help="the table of pages (default pages)")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    restore = sub.add_parser("restore", help="undo the latest run")
+    restore.add_argument("db")
+    explain = sub.add_parser("explain", help="why a page was removed, and the page it lost to")
+    explain.add_argument("db")
+    explain.add_argument("page", help="a removed rowid or URL")
+    stats = sub.add_parser("stats", help="the runs recorded in DB")
+    stats.add_argument("db")
+    args = parser.parse_args(argv)
+    conn = connect(args.db)
+    try:
+        if args.command == "run":
+            settings = {k: v for k, v in {
+                "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
+                "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
+                "discard_params": 0 if args.keep_params else None}.items() if v is not None}
+            text = conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()[0]
+            if args.json:
+                print(json.dumps(json.loads(conn.execute(
+                    "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0]), indent=1))
+            else:
+                print(text)
+        elif args.command == "restore":
+            print(sqlite_dedup.restore(conn))
+        elif args.command == "explain":
+            page = int(args.page) if args.page.isdigit() else args.page
+            why = sqlite_dedup.explain(conn, page)
+            if why is None:
+                print(f"sqlite-dedup: no run removed {args.page!r}", file=sys.stderr)
+                return 1
+            print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "
+                  f"{why['reason']}" + (f" (ratio {why['ratio']:.4f})" if why["ratio"] is not None else ""))
+            if why["final_survivor"] is not None:
+                print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})")
+        elif args.command == "stats":
+            for r in sqlite_dedup.stats(conn):
+                removed = ", ".join(f"phase {p}: {n}" for p, n in r.get("removed", {}).items())
+                print(f"run {r['run']} ({r.get('finished')}): {r.get('rows_before')} -> {r.get('rows_after')} rows"
+                      + (f"; {removed}" if removed else ""))
+    except Exception as e:  # sqlite3.Error, apsw.Error: the message says what is wrong
+        print(f"sqlite-dedup: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The packages as a user gets them: scripts/dist builds the release archive
+and the wheel; the wheel installs into fresh virtual environments of
+Debian's python3 and gives `sqlite_dedup.load/run/explain/restore/stats`
+and the `sqlite-dedup` command."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+import pipeline as P
+
+DIST = os.path.join(P.ROOT, "dist")
+PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
+
+
+@pytest.fixture(scope="module")
+def dist():
+    subprocess.run([os.path.join(P.ROOT, "scripts", "dist")], check=True, capture_output=True)
+    files = sorted(os.listdir(DIST))
+    version = re.search(r'^version = "(.*)"', open(os.path.join(P.ROOT, "Cargo.toml")).read(), re.M).group(1)
+    return {"version": version, "files": files}
+
+
+def venv(tmp_path, name, python=PYTHON, system=False):
+    path = str(tmp_path / name)
+    subprocess.run([python, "-m", "venv"] + (["--system-site-packages"] if system else []) + [path], check=True)
+    return os.path.join(path, "bin")
+
+
+def test_dist_has_the_archive_the_wheel_and_checksums(dist):
+    v = dist["version"]
+    assert f"sqlite-dedup-{v}-linux-x86_64.tar.gz" in dist["files"]
+    assert f"sqlite_dedup-{v}-py3-none-manylinux_2_34_x86_64.whl" in dist["files"]
+    subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=DIST, check=True, capture_output=True)
+    with tarfile.open(os.path.join(DIST, f"sqlite-dedup-{v}-linux-x86_64.tar.gz")) as t:
+        names = set(t.getnames())
+    top = f"sqlite-dedup-{v}-linux-x86_64"
+    assert {f"{top}/dedup0.so", f"{top}/sql/dedup.sql", f"{top}/sql/restore.sql", f"{top}/README.md",
+            f"{top}/LICENSE"} <= names
+
+
+def test_the_glibc_floor_is_what_the_readme_states(dist):
+    out = subprocess.run(["objdump", "-T", os.path.join(P.ROOT, "target", "release", "libdedup.so")],
+                         capture_output=True, text=True, check=True).stdout
+    versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", out)}
+    assert max(versions) <= (2, 34)
+    assert "glibc 2.34" in open(os.path.join(P.ROOT, "README.md")).read()
+
+
+def test_the_wheel_in_a_fresh_venv_loads_runs_explains_and_restores(tmp_path, dist):
+    bin_ = venv(tmp_path, "venv")
+    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    code = f"""
+import json, sqlite3, sqlite_dedup
+conn = sqlite3.connect({db!r})
+sqlite_dedup.load(conn)
+report = sqlite_dedup.run(conn, threshold=0.9)
+removed = conn.execute("SELECT dedup_rowid FROM dedup_removed WHERE dedup_phase = 2 LIMIT 1").fetchone()[0]
+print(json.dumps({{"report": report, "why": sqlite_dedup.explain(conn, removed), "stats": sqlite_dedup.stats(conn),
+                   "version": sqlite_dedup.__version__}}))
+"""
+    out = json.loads(subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert (out["report"]["rows_before"], out["report"]["rows_after"]) == (600, 244)
+    assert out["report"]["removed"] == {"1": 58, "2": 146, "3": 105, "4": 47}
+    assert out["why"]["phase"] == 2 and out["why"]["final_url"]
+    assert [s["run"] for s in out["stats"]] == [1] and out["version"] == dist["version"]
+    # The command: no sqlite3 shell needed.
+    shutil.copy(P.DEMO, db)
+    run = subprocess.run([f"{bin_}/sqlite-dedup", "run", db, "--threshold", "0.9", "--mode", "window"],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.startswith("run 1: 600 rows -> 244 rows")
+    why = subprocess.run([f"{bin_}/sqlite-dedup", "explain", db, str(removed_rowid(db))],
+                         capture_output=True, text=True, check=True)
+    assert "removed by run 1" in why.stdout and "kept: rowid" in why.stdout
+    stats = subprocess.run([f"{bin_}/sqlite-dedup", "stats", db], capture_output=True, text=True, check=True)
+    assert stats.stdout.startswith("run 1 (")
+    restore = subprocess.run([f"{bin_}/sqlite-dedup", "restore", db], capture_output=True, text=True, check=True)
+    assert restore.stdout.startswith("restored run 1: 356 row(s) back")
+    bad = subprocess.run([f"{bin_}/sqlite-dedup", "run", db, "--threshold", "1.5"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "threshold must be in [0.0, 1.0], got 1.5" in bad.stderr
+
+
+def removed_rowid(db):
+    import sqlite3
+    return sqlite3.connect(db).execute("SELECT dedup_rowid FROM dedup_removed LIMIT 1").fetchone()[0]
+
+
+def test_the_wheel_with_apsw(tmp_path, dist):
+    if subprocess.run([PYTHON, "-c", "import apsw"], capture_output=True).returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("apsw is installed in CI")
+        pytest.skip("apsw not installed")
+    bin_ = venv(tmp_path, "venv", system=True)
+    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    code = f"""
+import apsw, sqlite_dedup
+conn = apsw.Connection({db!r})
+sqlite_dedup.load(conn)
+print(sqlite_dedup.run(conn)["rows_after"])
+"""
+    out = subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "244"
+
+
+def test_an_interpreter_that_cannot_load_extensions_gets_the_fix_named(tmp_path, dist):
+    python = shutil.which("python3")
+    if not python or subprocess.run([python, "-c", "import sqlite3; sqlite3.connect(':memory:').enable_load_extension"],
+                                    capture_output=True).returncode == 0:
+        pytest.skip("no python3 without enable_load_extension on this machine")
+    code = f"""
+import sys, sqlite3
+sys.path.insert(0, {os.path.join(P.ROOT, 'python')!r})
+import sqlite_dedup
+try:
+    sqlite_dedup.load(sqlite3.connect(':memory:'))
+except sqlite_dedup.ExtensionLoadError as e:
+    print(e)
+"""
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    assert "cannot load extensions" in out.stdout and "apsw" in out.stdout and "/usr/bin/python3" in out.stdout
