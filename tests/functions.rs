@@ -44,6 +44,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_debug",
             "dedup_invalid_text",
             "dedup_plan",
+            "dedup_progress",
             "dedup_require",
             "dedup_restore",
             "dedup_run",

@@ -4,6 +4,7 @@ import argparse
 import json
 import sqlite3
 import sys
+import threading
 
 import sqlite_dedup
 
@@ -11,7 +12,7 @@ import sqlite_dedup
 def connect(path):
     """A connection with the extension loaded: the standard module if it can
     load extensions, else apsw if installed."""
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         sqlite_dedup.load(conn)
         return conn
@@ -23,6 +24,53 @@ def connect(path):
         conn = apsw.Connection(path)
         sqlite_dedup.load(conn)
         return conn
+
+
+def with_progress(conn, sql, params, out=sys.stderr, every=0.2):
+    """Runs `sql` on `conn` in a thread while a second connection (same
+    process, so the same extension state) reads dedup_progress() and draws
+    one line per phase on `out`: the phase, and in the near-duplicate scan
+    rows done of total with a time estimate."""
+    result = {}
+
+    def work():
+        try:
+            result["value"] = conn.execute(sql, params).fetchone()[0]
+        except BaseException as e:  # reported by the caller
+            result["error"] = e
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    probe = connect(":memory:")
+    last_phase, width = None, 0
+    while thread.is_alive():
+        thread.join(every)
+        raw = probe.execute("SELECT dedup_progress()").fetchone()[0]
+        if not raw:
+            continue
+        p = json.loads(raw)
+        if last_phase is not None and p["phase"] != last_phase:
+            out.write("\n")
+        last_phase = p["phase"]
+        line = f"[{p['step']}/{p['steps']}] {p['phase']}"
+        if p["total"]:
+            frac = min(p["done"] / p["total"], 1.0)
+            bar = "#" * int(frac * 20)
+            line += f" [{bar:<20}] {p['done']}/{p['total']} rows"
+            if p["done"]:
+                left = p["seconds"] * (p["total"] - p["done"]) / p["done"]
+                line += f", {p['seconds']:.0f} s, ~{left:.0f} s left"
+        else:
+            line += f" {p['seconds']:.0f} s"
+        out.write("\r" + line.ljust(width))
+        width = len(line)
+        out.flush()
+    if last_phase is not None:
+        out.write("\n")
+        out.flush()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def main(argv=None):
@@ -53,7 +101,11 @@ def main(argv=None):
                 "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
                 "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
                 "discard_params": 0 if args.keep_params else None}.items() if v is not None}
-            text = conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()[0]
+            sql, params = "SELECT dedup_run(?)", (json.dumps(settings),)
+            if sys.stderr.isatty():
+                text = with_progress(conn, sql, params)
+            else:
+                text = conn.execute(sql, params).fetchone()[0]
             if args.json:
                 print(json.dumps(json.loads(conn.execute(
                     "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0]), indent=1))

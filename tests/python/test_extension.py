@@ -8,9 +8,10 @@ import pytest
 import pipeline as P
 
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_debug", "dedup_invalid_text", "dedup_plan",
-             "dedup_require", "dedup_restore", "dedup_run", "dedup_version", "hamming_distance", "lev_ratio",
-             "lsh_params", "lsh_probability", "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text",
-             "shingle_resemblance", "simhash", "url_discard_reason", "url_domain", "url_wayback"]
+             "dedup_progress", "dedup_require", "dedup_restore", "dedup_run", "dedup_version", "hamming_distance",
+             "lev_ratio", "lsh_params", "lsh_probability", "minhash", "minhash_jaccard", "near_dups_stats",
+             "normalize_text", "shingle_resemblance", "simhash", "url_discard_reason", "url_domain",
+             "url_wayback"]
 
 
 @pytest.fixture(scope="module")

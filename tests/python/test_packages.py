@@ -130,3 +130,36 @@ except sqlite_dedup.ExtensionLoadError as e:
 """
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
     assert "cannot load extensions" in out.stdout and "apsw" in out.stdout and "/usr/bin/python3" in out.stdout
+
+
+def test_the_command_shows_progress_on_a_terminal_only(tmp_path, dist):
+    import crawl
+    import pty
+    bin_ = venv(tmp_path, "venv")
+    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    db = crawl.make(str(tmp_path / "slow.db"), n_articles=1500)
+    quiet = str(tmp_path / "quiet.db")
+    shutil.copy(db, quiet)
+    # stderr on a pseudo-terminal: one line per phase, the scan with rows and an estimate.
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([f"{bin_}/sqlite-dedup", "run", db, "--distance", "800"], stdout=subprocess.PIPE,
+                            stderr=slave, text=True)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out, _ = proc.communicate()
+    assert proc.returncode == 0 and out.startswith("run 1: 2750 rows -> 1500 rows"), out
+    screen = shown.decode()
+    assert "[7/7] apply" in screen, screen[-500:]
+    assert re.search(r"\[4/7\] 04_near_dups \[#* *\] \d+/\d+ rows, \d+ s, ~\d+ s left", screen), screen[-800:]
+    # Not on a terminal: the report only.
+    run = subprocess.run([f"{bin_}/sqlite-dedup", "run", quiet, "--distance", "800"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stderr == "" and run.stdout.startswith("run 1: 2750 rows -> 1500 rows")

@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod atomic;
 pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod restore;
 pub mod schema;
@@ -94,9 +95,10 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
     settings::read(db, json)
 }
 
-/// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore` and
-/// `dedup_invalid_text`.
+/// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore`,
+/// `dedup_invalid_text` and `dedup_progress`.
 pub fn register(db: &Connection) -> Result<()> {
+    progress::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used
@@ -106,9 +108,11 @@ pub fn register(db: &Connection) -> Result<()> {
         let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
             let s = read_settings(db, json.as_deref())?;
             plan::plan(db, &s)?;
+            progress::phase("apply", plan::PHASES.len() + 1, plan::PHASES.len() + 1);
             apply::apply(db)
-        })?;
-        Ok(report.to_text())
+        });
+        progress::end();
+        Ok(report?.to_text())
     })?;
     db.create_scalar_function("dedup_plan", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_plan")?;

@@ -86,7 +86,8 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
     let mut seconds = Vec::with_capacity(PHASES.len());
-    for (name, sql) in PHASES {
+    for (i, (name, sql)) in PHASES.iter().enumerate() {
+        super::progress::phase(name.trim_end_matches(".sql"), i + 1, PHASES.len() + 1);
         let start = std::time::Instant::now();
         db.execute_batch(sql).map_err(|e| {
             DedupError::new(match e {

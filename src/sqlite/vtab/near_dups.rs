@@ -18,6 +18,7 @@ use super::{
 };
 use crate::core::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
 use crate::sqlite::interrupt::InterruptPoll;
+use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups";
@@ -70,8 +71,22 @@ impl Scan for WindowScan {
             "SELECT id, text, rank, pos FROM {} ORDER BY pos",
             quote_identifier(&input)
         );
+        let total: i64 = db.query_row(
+            &format!("SELECT count(*) FROM {}", quote_identifier(&input)),
+            [],
+            |r| r.get(0),
+        )?;
+        progress::total(total as u64);
         let mut stmt = db.prepare(&sql)?;
-        let rows = stmt.query_map([], |row| read_row(row, &input))?;
+        let mut read = 0u64;
+        let rows = stmt
+            .query_map([], |row| read_row(row, &input))?
+            .inspect(|_| {
+                read += 1;
+                if read % 256 == 0 {
+                    progress::done(read);
+                }
+            });
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
         scan(

@@ -22,6 +22,7 @@ use super::{
 };
 use crate::core::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
 use crate::sqlite::interrupt::InterruptPoll;
+use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups_among";
@@ -58,11 +59,17 @@ impl Scan for PairScan {
         let mut text = db.prepare(&sql)?;
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
+        progress::total(rows.len() as u64);
+        let mut furthest = 0usize;
         scan_pairs(
             &rows,
             candidates,
             threshold,
             |k| {
+                if k > furthest + 255 {
+                    furthest = k;
+                    progress::done(k as u64);
+                }
                 let mut found = text.query([positions[k]])?;
                 match found.next()? {
                     Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
