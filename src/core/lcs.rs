@@ -254,6 +254,36 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
     // Cells further than this left or right of the diagonal cannot be on
     // an alignment with at least `need` matches.
     let (band_left, band_right) = (len1 - need, len2 - need);
+    if need == 0 {
+        // No bound: every word of every row, no band and no early exit.
+        let rows_per_stop = (STOP_EVERY_WORDS / words.max(1)).max(1);
+        for (row, &c) in b.iter().enumerate() {
+            let m = pm.row(c.into());
+            let mut carry = 0u64;
+            match pm.slice(m) {
+                Some(matches) => {
+                    for (sw, &x) in s.iter_mut().zip(matches) {
+                        let u = *sw & x;
+                        let sum = u128::from(*sw) + u128::from(u) + u128::from(carry);
+                        carry = (sum >> 64) as u64;
+                        *sw = sum as u64 | (*sw - u);
+                    }
+                }
+                None => {
+                    for (w, sw) in s.iter_mut().enumerate() {
+                        let u = *sw & pm.word(m, w);
+                        let sum = u128::from(*sw) + u128::from(u) + u128::from(carry);
+                        carry = (sum >> 64) as u64;
+                        *sw = sum as u64 | (*sw - u);
+                    }
+                }
+            }
+            if row % rows_per_stop == rows_per_stop - 1 && stop() {
+                return Err(Halt::Stopped);
+            }
+        }
+        return Ok(Some(s.iter().map(|w| w.count_zeros() as usize).sum()));
+    }
     let mut first = 0usize;
     let mut last = words.min((band_left + 1).div_ceil(64));
     let mut work = 0usize;
