@@ -36,6 +36,7 @@ def test_dist_has_the_archive_the_wheel_and_checksums(dist):
     v = dist["version"]
     assert f"sqlite-dedup-{v}-linux-x86_64.tar.gz" in dist["files"]
     assert f"sqlite_dedup-{v}-py3-none-manylinux_2_34_x86_64.whl" in dist["files"]
+    assert f"sqlite-dedup-{v}.tgz" in dist["files"]
     subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=DIST, check=True, capture_output=True)
     with tarfile.open(os.path.join(DIST, f"sqlite-dedup-{v}-linux-x86_64.tar.gz")) as t:
         names = set(t.getnames())
@@ -163,3 +164,37 @@ def test_the_command_shows_progress_on_a_terminal_only(tmp_path, dist):
     # Not on a terminal: the report only.
     run = subprocess.run([f"{bin_}/sqlite-dedup", "run", quiet, "--distance", "800"], capture_output=True, text=True)
     assert run.returncode == 0 and run.stderr == "" and run.stdout.startswith("run 1: 2750 rows -> 1500 rows")
+
+
+def test_the_npm_package_gives_node_the_path_to_load(tmp_path, dist):
+    node_modules = os.path.join(P.ROOT, "tests", "node", "node_modules")
+    if not shutil.which("node") or not os.path.isdir(os.path.join(node_modules, "better-sqlite3")):
+        if os.environ.get("CI"):
+            pytest.fail("node and tests/node's better-sqlite3 are installed in CI")
+        pytest.skip("node or better-sqlite3 (tests/node) not installed")
+    tgz = os.path.join(DIST, f"sqlite-dedup-{dist['version']}.tgz")
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "app", "private": true}')
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", tgz], cwd=project, check=True,
+                   capture_output=True)
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    script = f"""
+const Database = require("better-sqlite3");
+const {{ getLoadablePath }} = require("sqlite-dedup");
+const db = new Database({json.dumps(db)});
+db.loadExtension(getLoadablePath());
+const report = db.prepare("SELECT dedup_run()").pluck().get();
+const big = db.prepare("SELECT simhash('a b c') AS h").safeIntegers().get().h;
+console.log(JSON.stringify({{report, simhash: big.toString()}}));
+"""
+    out = subprocess.run(["node", "-e", script], cwd=project, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, NODE_PATH=node_modules))
+    got = json.loads(out.stdout)
+    assert got["report"].startswith("run 1: 600 rows -> 244 rows")
+    import sqlite3
+    conn = sqlite3.connect(":memory:")
+    conn.enable_load_extension(True)
+    conn.load_extension(P.EXTENSION)
+    assert int(got["simhash"]) == conn.execute("SELECT simhash('a b c')").fetchone()[0]
