@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Builds the Python wheel of sqlite-dedup from python/sqlite_dedup and a
-built extension, with the standard library only (a wheel is a zip with a
-dist-info folder): build_wheel.py SO VERSION PLATFORM OUTDIR."""
+"""Builds the Python wheels with the standard library only (a wheel is a zip
+with a dist-info folder):
+  build_wheel.py SO VERSION PLATFORM OUTDIR   sqlite-dedup, with the built extension
+  build_wheel.py --plugins VERSION OUTDIR     sqlite-utils-dedup and datasette-dedup (pure Python)"""
 import base64
 import hashlib
 import os
@@ -13,6 +14,42 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def digest(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def write_wheel(path, files):
+    info = [n for n in files if n.endswith("/METADATA")][0].rsplit("/", 1)[0]
+    record = "".join(f"{name},{digest(data)},{len(data)}\n" for name, data in files.items())
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            zi = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            zi.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(zi, data)
+    print(path)
+
+
+def plugins(version, outdir):
+    """The two plugin wheels: one module each, an entry point, requirements."""
+    for dist, module, group, host, summary in [
+        ("sqlite-utils-dedup", "sqlite_utils_dedup", "sqlite_utils", "sqlite-utils",
+         "sqlite-utils plugin: sqlite-dedup's functions in every connection and `sqlite-utils dedup`"),
+        ("datasette-dedup", "datasette_dedup", "datasette", "datasette",
+         "Datasette plugin: sqlite-dedup's functions in every query"),
+    ]:
+        with open(os.path.join(ROOT, "plugins", dist, module + ".py"), "rb") as f:
+            code = f.read()
+        info = f"{module}-{version}.dist-info"
+        files = {
+            f"{module}.py": code,
+            f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\nSummary: {summary}\n"
+                                 f"License: MIT\nRequires-Python: >=3.8\nRequires-Dist: sqlite-dedup == {version}\n"
+                                 f"Requires-Dist: {host}\n").encode(),
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: sqlite-dedup scripts/build_wheel.py\n"
+                             b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+            f"{info}/entry_points.txt": f"[{group}]\ndedup = {module}\n".encode(),
+        }
+        write_wheel(os.path.join(outdir, f"{module}-{version}-py3-none-any.whl"), files)
 
 
 def main(so, version, platform, outdir):
@@ -40,17 +77,11 @@ def main(so, version, platform, outdir):
     files[f"{info}/entry_points.txt"] = b"[console_scripts]\nsqlite-dedup = sqlite_dedup.cli:main\n"
     with open(os.path.join(ROOT, "LICENSE"), "rb") as f:
         files[f"{info}/LICENSE"] = f.read()
-    record = "".join(f"{name},{digest(data)},{len(data)}\n" for name, data in files.items())
-    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
-    path = os.path.join(outdir, f"sqlite_dedup-{version}-py3-none-{platform}.whl")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in files.items():
-            zi = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            zi.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
-            zi.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(zi, data)
-    print(path)
+    write_wheel(os.path.join(outdir, f"sqlite_dedup-{version}-py3-none-{platform}.whl"), files)
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "--plugins":
+        plugins(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

@@ -198,3 +198,54 @@ console.log(JSON.stringify({{report, simhash: big.toString()}}));
     conn.enable_load_extension(True)
     conn.load_extension(P.EXTENSION)
     assert int(got["simhash"]) == conn.execute("SELECT simhash('a b c')").fetchone()[0]
+
+
+def plugin_venv(tmp_path, dist, plugin, host):
+    """A fresh venv with our wheel, the plugin's wheel and its host from PyPI
+    (skipped when the registry cannot be reached outside CI)."""
+    bin_ = venv(tmp_path, plugin)
+    wheels = [os.path.join(DIST, f) for f in dist["files"]
+              if f.endswith(".whl") and (f.startswith("sqlite_dedup-") or f.startswith(plugin.replace("-", "_")))]
+    install = subprocess.run([f"{bin_}/pip", "install", "-q", *wheels, host], capture_output=True, text=True)
+    if install.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(install.stderr[-2000:])
+        pytest.skip(f"could not install {host}: {install.stderr[-300:]}")
+    return bin_
+
+
+def test_the_sqlite_utils_plugin(tmp_path, dist):
+    bin_ = plugin_venv(tmp_path, dist, "sqlite-utils-dedup", "sqlite-utils")
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    query = subprocess.run([f"{bin_}/sqlite-utils", "query", db, "select lev_ratio('kitten', 'sitting') as r"],
+                           capture_output=True, text=True, check=True)
+    assert json.loads(query.stdout) == [{"r": 0.6153846153846154}]
+    run = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--threshold", "0.9"], capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.startswith("run 1: 600 rows -> 244 rows")
+    back = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--restore"], capture_output=True, text=True,
+                          check=True)
+    assert back.stdout.startswith("restored run 1: 356 row(s) back")
+
+
+def test_the_datasette_plugin(tmp_path, dist):
+    bin_ = plugin_venv(tmp_path, dist, "datasette-dedup", "datasette")
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    code = f"""
+import asyncio, json
+from datasette.app import Datasette
+async def main():
+    ds = Datasette([{db!r}])
+    r = await ds.client.get("/demo.json?sql=select+canonical_url('HTTP://X.ORG/a/')+as+u,+lev_ratio('ab','ac')+as+r&_shape=array")
+    print(json.dumps(r.json()))
+    r = await ds.client.get("/demo.json?sql=select+dedup_run()&_shape=array")
+    print(r.status_code)
+asyncio.run(main())
+"""
+    out = subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert json.loads(lines[0]) == [{"u": "http://x.org/a", "r": 0.5}]
+    # The pipeline writes: Datasette's read-only queries cannot run it.
+    assert lines[1] == "400"

@@ -1,0 +1,34 @@
+"""sqlite-utils plugin: the sqlite-dedup functions in every connection
+sqlite-utils opens (`sqlite-utils query`, `Database`), and the command
+`sqlite-utils dedup crawl.db [options]`."""
+import json
+
+import click
+import sqlite_dedup
+import sqlite_utils
+
+
+@sqlite_utils.hookimpl
+def prepare_connection(conn):
+    sqlite_dedup.load(conn)
+
+
+@sqlite_utils.hookimpl
+def register_commands(cli):
+    @cli.command(name="dedup")
+    @click.argument("path", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
+    @click.option("--mode", type=click.Choice(["window", "lsh"]), help="near-duplicate candidates")
+    @click.option("--distance", type=int, help="window mode: the reference's distance (50)")
+    @click.option("--n-min", type=int, help="drop rows of domains with fewer pages")
+    @click.option("--table", help="the table of pages (default pages)")
+    @click.option("--restore", is_flag=True, help="undo the latest run instead")
+    def dedup(path, threshold, mode, distance, n_min, table, restore):
+        """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
+        db = sqlite_utils.Database(path)
+        if restore:
+            click.echo(sqlite_dedup.restore(db.conn))
+            return
+        settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
+                                      "n_min": n_min, "table": table}.items() if v is not None}
+        click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
