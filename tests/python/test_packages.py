@@ -249,3 +249,18 @@ asyncio.run(main())
     assert json.loads(lines[0]) == [{"u": "http://x.org/a", "r": 0.5}]
     # The pipeline writes: Datasette's read-only queries cannot run it.
     assert lines[1] == "400"
+
+
+def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
+    """Built only where the aarch64 Rust target and cross linker are
+    installed (not in CI): its file is an aarch64 ELF needing glibc <= 2.34."""
+    name = f"sqlite-dedup-{dist['version']}-linux-aarch64.tar.gz"
+    if name not in dist["files"]:
+        pytest.skip("no cross toolchain for aarch64 here (scripts/dist says what it needs)")
+    with tarfile.open(os.path.join(DIST, name)) as t:
+        member = t.extractfile(f"sqlite-dedup-{dist['version']}-linux-aarch64/dedup0.so").read()
+    assert member[:4] == b"\x7fELF" and int.from_bytes(member[18:20], "little") == 183  # EM_AARCH64
+    versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(rb"GLIBC_([0-9.]+)", member)
+                for v in [v.decode()]}
+    assert versions and max(versions) <= (2, 34)
+    assert f"sqlite_dedup-{dist['version']}-py3-none-manylinux_2_34_aarch64.whl" in dist["files"]
