@@ -52,11 +52,9 @@ def test_example_prints_what_the_page_shows(page, block, before, statement, expe
         args += [".output /dev/null"] + before + [".output stdout"]
     if expected.startswith("┌"):
         args.append(".mode box")
-    if statement.startswith("."):
-        args.append(statement)
-    else:
-        args.append(statement)
-    run = subprocess.run(args, capture_output=True, text=True)
+    args.append(statement)
+    # From the checkout's root, as the pages' relative paths assume.
+    run = subprocess.run(args, capture_output=True, text=True, cwd=P.ROOT)
     got = run.stdout.rstrip("\n")
     if run.stderr:
         # The shell run from the command line says "Error: stepping, <message>"
