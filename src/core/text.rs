@@ -326,6 +326,31 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
+/// At most `max` characters of `text` for a message (`...` appended when
+/// cut), control characters (NUL included) written as `\u{..}`: a message
+/// never copies a huge input, and never holds a NUL (SQLite would drop it).
+///
+/// ```
+/// use dedup::text::excerpt;
+/// assert_eq!(excerpt("a\0b", 10), "a\\u{0}b");
+/// assert_eq!(excerpt("abcdef", 3), "abc...");
+/// ```
+pub fn excerpt(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Perl's `[[:alnum:]]` on Unicode text: Alphabetic or a decimal digit.
 pub fn is_word_char(c: char) -> bool {
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};

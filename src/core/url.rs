@@ -202,22 +202,9 @@ impl fmt::Display for Discard {
 /// huge one would hold the caller (1 MiB parses in a few milliseconds).
 pub const MAX_URL_BYTES: usize = 1 << 20;
 
-/// At most 200 characters of `s` for a message (`...` when cut), control
-/// characters escaped: a reason never copies a huge input.
+/// At most 200 characters of `s` for a reason: it never copies a huge input.
 fn excerpt(s: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in s.chars().enumerate() {
-        if n == 200 {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::core::text::excerpt(s, 200)
 }
 
 /// Returns the archived URL and the wrapper when `url` is a

@@ -37,29 +37,7 @@ pub fn user_error(function: &str, problem: &str, got: &str) -> Error {
     )
 }
 
-/// `text` cut to `max` characters (`...` appended when cut), control
-/// characters (NUL included) written as `\u{..}`.
-///
-/// ```
-/// use dedup::sqlite::scalars::escape;
-/// assert_eq!(escape("a\0b", 10), "a\\u{0}b");
-/// assert_eq!(escape("abcdef", 3), "abc...");
-/// ```
-pub fn escape(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (n, c) in text.chars().enumerate() {
-        if n == max {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use crate::core::text::excerpt as escape;
 
 /// Describes a value for an error message: its type and a short excerpt.
 pub fn describe(value: ValueRef<'_>) -> String {

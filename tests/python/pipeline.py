@@ -111,3 +111,34 @@ def substitute_reference_urls(conn, keep_params=False):
 
 def surviving(conn):
     return {rowid: url for rowid, url in conn.execute("SELECT rowid, url FROM pages")}
+
+
+def fingerprint(path):
+    """Everything a user could see: each schema object with its rows."""
+    conn = sqlite3.connect(path)
+    conn.text_factory = bytes  # invalid UTF-8 is data too
+    out = {}
+    for (name, kind, sql) in conn.execute("SELECT name, type, sql FROM sqlite_schema ORDER BY name").fetchall():
+        name, kind = name.decode(), kind.decode()
+        rows = None
+        if kind == "table" and not name.startswith("fts"):
+            try:
+                rows = conn.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid').fetchall()
+            except sqlite3.OperationalError:  # WITHOUT ROWID
+                rows = sorted(conn.execute(f'SELECT * FROM "{name}"').fetchall())
+        out[name] = (sql, rows)
+    conn.close()
+    return out
+
+
+def without_times(state):
+    """A fingerprint without what differs between two equal runs: dedup_runs'
+    `finished` time and the seconds in its report."""
+    sql, rows = state["dedup_runs"]
+    def strip(report):
+        if report is None:
+            return None
+        r = json.loads(report)
+        r.pop("seconds", None)
+        return r
+    return dict(state, dedup_runs=(sql, [r[:2] + (None,) + r[3:6] + (strip(r[6]),) for r in rows]))

@@ -17,6 +17,7 @@ import pytest
 import crawl
 import hosts as H
 import pipeline as P
+from pipeline import fingerprint, without_times  # noqa: F401  (test_schemas imports them from here too)
 
 HOSTS = H.available()
 DEDUP = os.path.join(P.ROOT, "sql", "dedup.sql")
@@ -31,38 +32,6 @@ def test_ci_runs_every_host():
         missing = {"shell", "python", "apsw", "node"} - set(HOSTS)
         if missing:
             pytest.skip(f"hosts not installed here: {sorted(missing)} (.ci/run installs them)")
-
-
-def fingerprint(path):
-    """Everything a user could see: each schema object with its rows."""
-    conn = sqlite3.connect(path)
-    conn.text_factory = bytes  # invalid UTF-8 is data too
-    out = {}
-    for (name, kind, sql) in conn.execute("SELECT name, type, sql FROM sqlite_schema ORDER BY name").fetchall():
-        name, kind = name.decode(), kind.decode()
-        rows = None
-        if kind == "table" and not name.startswith("fts"):
-            try:
-                rows = conn.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid').fetchall()
-            except sqlite3.OperationalError:  # WITHOUT ROWID
-                rows = sorted(conn.execute(f'SELECT * FROM "{name}"').fetchall())
-        out[name] = (sql, rows)
-    conn.close()
-    return out
-
-
-def without_times(state):
-    """A fingerprint without what differs between two equal runs: dedup_runs'
-    `finished` time and the seconds in its report."""
-    import json as _json
-    sql, rows = state["dedup_runs"]
-    def strip(report):
-        if report is None:
-            return None
-        r = _json.loads(report)
-        r.pop("seconds", None)
-        return r
-    return dict(state, dedup_runs=(sql, [r[:2] + (None,) + r[3:6] + (strip(r[6]),) for r in rows]))
 
 
 def survivors(path):

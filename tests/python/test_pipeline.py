@@ -12,6 +12,7 @@ import time
 import pytest
 
 import pipeline as P
+from pipeline import fingerprint, without_times
 import reference_model
 
 VARIANTS = [
@@ -20,31 +21,6 @@ VARIANTS = [
     ("t100", {"threshold": 1.0}, False),
     ("t090.d50.keepparams", {"discard_params": 0}, True),
 ]
-
-
-def fingerprint(path):
-    """Everything a user could see: each schema object with its rows."""
-    conn = sqlite3.connect(path)
-    out = {}
-    for (name, kind, sql) in conn.execute("SELECT name, type, sql FROM sqlite_schema ORDER BY name"):
-        rows = conn.execute(f'SELECT rowid, * FROM "{name}" ORDER BY rowid').fetchall() if kind == "table" else None
-        out[name] = (sql, rows)
-    conn.close()
-    return out
-
-
-def without_times(state):
-    """A fingerprint without what differs between two equal runs: dedup_runs'
-    `finished` time and the seconds in its report."""
-    import json as _json
-    sql, rows = state["dedup_runs"]
-    def strip(report):
-        if report is None:
-            return None
-        r = _json.loads(report)
-        r.pop("seconds", None)
-        return r
-    return dict(state, dedup_runs=(sql, [r[:2] + (None,) + r[3:6] + (strip(r[6]),) for r in rows]))
 
 
 @pytest.mark.parametrize("variant,settings,keep_params", VARIANTS, ids=[v[0] for v in VARIANTS])

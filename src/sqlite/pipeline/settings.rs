@@ -334,22 +334,10 @@ pub fn excerpt(t: &str) -> String {
     format!("'{}'", truncate(&t.replace('\'', "''"), 60))
 }
 
-/// At most `max` characters, control characters (NUL included) written as
-/// `\u{..}`, and `...` when cut.
+/// At most `max` characters, control characters escaped (see
+/// [`crate::core::text::excerpt`]).
 pub fn truncate(t: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (n, c) in t.chars().enumerate() {
-        if n == max {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::core::text::excerpt(t, max)
 }
 
 #[cfg(test)]
