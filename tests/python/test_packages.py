@@ -26,6 +26,14 @@ def dist():
     return {"version": version, "files": files}
 
 
+def our_wheel(dist):
+    """The sqlite-dedup wheel for this machine."""
+    import platform
+    name = f"sqlite_dedup-{dist['version']}-py3-none-manylinux_2_34_{platform.machine()}.whl"
+    assert name in dist["files"], dist["files"]
+    return os.path.join(DIST, name)
+
+
 def venv(tmp_path, name, python=PYTHON, system=False):
     path = str(tmp_path / name)
     subprocess.run([python, "-m", "venv"] + (["--system-site-packages"] if system else []) + [path], check=True)
@@ -55,7 +63,7 @@ def test_the_glibc_floor_is_what_the_readme_states(dist):
 
 def test_the_wheel_in_a_fresh_venv_loads_runs_explains_and_restores(tmp_path, dist):
     bin_ = venv(tmp_path, "venv")
-    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    wheel = our_wheel(dist)
     subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
@@ -101,7 +109,7 @@ def test_the_wheel_with_apsw(tmp_path, dist):
             pytest.fail("apsw is installed in CI")
         pytest.skip("apsw not installed")
     bin_ = venv(tmp_path, "venv", system=True)
-    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    wheel = our_wheel(dist)
     subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
@@ -137,7 +145,7 @@ def test_the_command_shows_progress_on_a_terminal_only(tmp_path, dist):
     import crawl
     import pty
     bin_ = venv(tmp_path, "venv")
-    wheel = os.path.join(DIST, [f for f in dist["files"] if f.endswith(".whl")][0])
+    wheel = our_wheel(dist)
     subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
     db = crawl.make(str(tmp_path / "slow.db"), n_articles=1500)
     quiet = str(tmp_path / "quiet.db")
@@ -204,8 +212,8 @@ def plugin_venv(tmp_path, dist, plugin, host):
     """A fresh venv with our wheel, the plugin's wheel and its host from PyPI
     (skipped when the registry cannot be reached outside CI)."""
     bin_ = venv(tmp_path, plugin)
-    wheels = [os.path.join(DIST, f) for f in dist["files"]
-              if f.endswith(".whl") and (f.startswith("sqlite_dedup-") or f.startswith(plugin.replace("-", "_")))]
+    wheels = [our_wheel(dist)] + [os.path.join(DIST, f) for f in dist["files"]
+                                  if f.startswith(plugin.replace("-", "_") + "-") and f.endswith(".whl")]
     install = subprocess.run([f"{bin_}/pip", "install", "-q", *wheels, host], capture_output=True, text=True)
     if install.returncode != 0:
         if os.environ.get("CI"):
