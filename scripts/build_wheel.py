@@ -6,6 +6,7 @@ with a dist-info folder):
 import base64
 import hashlib
 import os
+import re
 import sys
 import zipfile
 
@@ -60,7 +61,7 @@ def main(so, version, platform, outdir):
             with open(os.path.join(package, name), "rb") as f:
                 text = f.read()
             if name == "__init__.py":
-                text = text.replace(b'__version__ = "0.1.0"', f'__version__ = "{version}"'.encode())
+                text = re.sub(rb'__version__ = "[^"]*"', f'__version__ = "{version}"'.encode(), text)
             files[f"sqlite_dedup/{name}"] = text
     with open(so, "rb") as f:
         files["sqlite_dedup/dedup0.so"] = f.read()

@@ -10,7 +10,7 @@ import json
 import os
 
 __all__ = ["loadable_path", "load", "run", "restore", "explain", "stats", "ExtensionLoadError"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 class ExtensionLoadError(RuntimeError):

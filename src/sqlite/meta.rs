@@ -4,7 +4,7 @@ use rusqlite::{Connection, Result};
 
 use crate::sqlite::scalars::PURE;
 
-/// The crate version, e.g. `v0.1.0`.
+/// The crate version, e.g. `v0.2.0`.
 pub fn version() -> String {
     format!("v{}", env!("CARGO_PKG_VERSION"))
 }

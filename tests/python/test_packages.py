@@ -53,12 +53,20 @@ def test_dist_has_the_archive_the_wheel_and_checksums(dist):
             f"{top}/LICENSE"} <= names
 
 
-def test_the_glibc_floor_is_what_the_readme_states(dist):
+def test_the_glibc_and_sqlite_floors_are_what_the_readme_states(dist):
     out = subprocess.run(["objdump", "-T", os.path.join(P.ROOT, "target", "release", "libdedup.so")],
                          capture_output=True, text=True, check=True).stdout
     versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", out)}
     assert max(versions) <= (2, 34)
-    assert "glibc 2.34" in open(os.path.join(P.ROOT, "README.md")).read()
+    readme = open(os.path.join(P.ROOT, "README.md")).read()
+    assert "glibc 2.34" in readme
+    # The SQLite floor is compiled into the file: it refuses older hosts at
+    # load ("SQLite version mismatch") and reports its minimum.
+    with open(os.path.join(P.ROOT, "target", "release", "libdedup.so"), "rb") as f:
+        assert b"SQLite version mismatch" in f.read()
+    debug = subprocess.run(["sqlite3", ":memory:", f".load {P.EXTENSION}", "select dedup_debug()"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "(minimum 3.34.1)" in debug and "SQLite 3.34.1" in readme
 
 
 def test_the_wheel_in_a_fresh_venv_loads_runs_explains_and_restores(tmp_path, dist):
