@@ -280,3 +280,23 @@ def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
                 for v in [v.decode()]}
     assert versions and max(versions) <= (2, 34)
     assert f"sqlite_dedup-{dist['version']}-py3-none-manylinux_2_34_aarch64.whl" in dist["files"]
+
+
+def test_readme_command_1_in_a_plain_clone(tmp_path):
+    """Clone into an empty folder (no ../shared beside it) and run the
+    README's first set-up command as written: it builds and deduplicates the
+    demo crawl. (Command 2 is `tests/run`, which CI runs as .ci/run.)"""
+    readme = open(os.path.join(P.ROOT, "README.md")).read()
+    block = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
+    lines = block.splitlines()
+    command1 = lines[lines.index(next(l for l in lines if l.startswith("# 1."))) + 1]
+    command2 = lines[lines.index(next(l for l in lines if l.startswith("# 2."))) + 1]
+    assert command2 == "tests/run"
+    clone = tmp_path / "empty" / "sqlite-dedup"
+    clone.parent.mkdir()
+    subprocess.run(["git", "clone", "-q", P.ROOT, str(clone)], check=True)
+    assert not os.path.exists(clone.parent / "shared")
+    run = subprocess.run(["bash", "-c", command1], cwd=clone, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]
+    expected = re.search(r"The first prints the run's report.*?```\n(.*?)```", readme, re.S).group(1)
+    assert run.stdout == expected
