@@ -12,7 +12,7 @@ import pytest
 
 import pipeline as P
 
-PAGES = [os.path.join(P.ROOT, "README.md")] + sorted(glob.glob(os.path.join(P.ROOT, "docs", "*.md")))
+PAGES = [os.path.join(P.ROOT, "README.md")] + sorted(glob.glob(os.path.join(P.ROOT, "docs", "**", "*.md"), recursive=True))
 
 
 def examples():
@@ -47,19 +47,28 @@ def test_there_are_examples():
 @pytest.mark.parametrize("page,block,before,statement,expected", EXAMPLES,
                          ids=[f"{e[0]}:{e[1]}:{e[3][:40]}" for e in EXAMPLES])
 def test_example_prints_what_the_page_shows(page, block, before, statement, expected):
-    args = ["sqlite3", ":memory:", f".load {P.EXTENSION}"]
-    if before:
-        args += [".output /dev/null"] + before + [".output stdout"]
-    if expected.startswith("┌"):
-        args.append(".mode box")
-    args.append(statement)
-    # From the checkout's root, as the pages' relative paths assume.
-    run = subprocess.run(args, capture_output=True, text=True, cwd=P.ROOT)
+    def shell(lines):
+        # A script on standard input: as in the interactive shell, an error
+        # does not stop the statements after it.
+        script = "\n".join([f".load {P.EXTENSION}"] + lines) + "\n"
+        # From the checkout's root, as the pages' relative paths assume.
+        return subprocess.run(["sqlite3", ":memory:"], input=script, capture_output=True, text=True, cwd=P.ROOT)
+
+    quiet = [".output /dev/null"] + [b if b.startswith(".") else b.rstrip(";") + ";" for b in before] + [".output stdout"]
+    mode = [".mode box"] if expected.startswith("┌") else []
+    final = statement if statement.startswith(".") else statement.rstrip(";") + ";"
+    run = shell((quiet if before else []) + mode + [final])
     got = run.stdout.rstrip("\n")
-    if run.stderr:
-        # The shell run from the command line says "Error: stepping, <message>"
-        # where the interactive one says "Error: <message>".
-        err = re.sub(r"^Error: (stepping|in prepare), ", "Error: ", run.stderr.strip())
+    stderr = run.stderr
+    if before:
+        # The earlier statements' own errors (shown in the page above) come first.
+        earlier = shell(quiet).stderr
+        assert stderr.startswith(earlier)
+        stderr = stderr[len(earlier):]
+    if stderr:
+        # A script says "Runtime error near line N: <message>" where the
+        # interactive shell says "Error: <message>".
+        err = re.sub(r"^(Runtime|Parse) error near line \d+: ", "Error: ", stderr.strip())
         err = re.sub(r" \(\d+\)$", "", err)
         got = (got + "\n" + err).strip("\n")
     assert got == expected
