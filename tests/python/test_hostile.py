@@ -135,17 +135,22 @@ def test_interrupt_stops_a_scan_inside_one_megabyte_pair(size_mb):
     assert latency < 1.0, latency
 
 
+# 20 near-copies of 1 MB in table t, every pair of them in view p.
+NEAR_COPIES = """
+    rnd = random.Random(2)
+    base = [rnd.choice('abcdefghij ') for _ in range(1_000_000)]
+    conn.execute("CREATE TABLE t (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)")
+    for i in range(20):
+        copy = list(base)
+        for _ in range(2000):
+            copy[rnd.randrange(len(copy))] = rnd.choice('abcdefghij ')
+        conn.execute("INSERT INTO t VALUES (?, ?, ?, ?)", (i, i, ''.join(copy), i))
+    conn.execute("CREATE VIEW p AS SELECT x.id AS a, y.id AS b FROM t x JOIN t y ON y.pos > x.pos")
+"""
+
+
 def test_interrupt_stops_a_scan_of_megabyte_near_copies():
-    code = textwrap.dedent(INTERRUPT) + textwrap.dedent("""
-        rnd = random.Random(2)
-        base = [rnd.choice('abcdefghij ') for _ in range(1_000_000)]
-        conn.execute("CREATE TABLE t (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)")
-        for i in range(20):
-            copy = list(base)
-            for _ in range(2000):
-                copy[rnd.randrange(len(copy))] = rnd.choice('abcdefghij ')
-            conn.execute("INSERT INTO t VALUES (?, ?, ?, ?)", (i, i, ''.join(copy), i))
-        conn.execute("CREATE VIEW p AS SELECT x.id AS a, y.id AS b FROM t x JOIN t y ON y.pos > x.pos")
+    code = textwrap.dedent(INTERRUPT) + textwrap.dedent(NEAR_COPIES) + textwrap.dedent("""
         out = {}
         for name, sql in [("near_dups", "SELECT count(*) FROM near_dups('t', 0.99, 50)"),
                           ("near_dups_among", "SELECT count(*) FROM near_dups_among('t', 'p', 0.99)")]:

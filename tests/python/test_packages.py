@@ -34,6 +34,13 @@ def our_wheel(dist):
     return os.path.join(DIST, name)
 
 
+def installed(tmp_path, dist, system=False):
+    """A fresh venv of Debian's python3 with our wheel installed; its bin/."""
+    bin_ = venv(tmp_path, "venv", system=system)
+    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", our_wheel(dist)], check=True)
+    return bin_
+
+
 def venv(tmp_path, name, python=PYTHON, system=False):
     path = str(tmp_path / name)
     subprocess.run([python, "-m", "venv"] + (["--system-site-packages"] if system else []) + [path], check=True)
@@ -70,9 +77,7 @@ def test_the_glibc_and_sqlite_floors_are_what_the_readme_states(dist):
 
 
 def test_the_wheel_in_a_fresh_venv_loads_runs_explains_and_restores(tmp_path, dist):
-    bin_ = venv(tmp_path, "venv")
-    wheel = our_wheel(dist)
-    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    bin_ = installed(tmp_path, dist)
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     code = f"""
@@ -116,9 +121,7 @@ def test_the_wheel_with_apsw(tmp_path, dist):
         if os.environ.get("CI"):
             pytest.fail("apsw is installed in CI")
         pytest.skip("apsw not installed")
-    bin_ = venv(tmp_path, "venv", system=True)
-    wheel = our_wheel(dist)
-    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    bin_ = installed(tmp_path, dist, system=True)
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     code = f"""
@@ -152,9 +155,7 @@ except sqlite_dedup.ExtensionLoadError as e:
 def test_the_command_shows_progress_on_a_terminal_only(tmp_path, dist):
     import crawl
     import pty
-    bin_ = venv(tmp_path, "venv")
-    wheel = our_wheel(dist)
-    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", wheel], check=True)
+    bin_ = installed(tmp_path, dist)
     db = crawl.make(str(tmp_path / "slow.db"), n_articles=1500)
     quiet = str(tmp_path / "quiet.db")
     shutil.copy(db, quiet)
