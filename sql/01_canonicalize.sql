@@ -8,6 +8,9 @@
 -- pipeline here (discard_reason says why). Rows without parsed text but
 -- with content get parsed/content_hash/length computed (fill_parsed is set);
 -- nothing is written to the user's tables before the runner applies the plan.
+-- With the url_rules setting on, each URL's options also drop the
+-- parameters dedup_url_rules says never change content on its domain/path
+-- (url_rule_params), so those variants meet in phase 2.
 DROP TABLE IF EXISTS temp._dedup_prepared;
 CREATE TEMP TABLE _dedup_prepared (
   source_rowid   INTEGER PRIMARY KEY,
@@ -32,18 +35,21 @@ WITH checked AS (
 src AS (
   SELECT rid, url, parsed, content_hash, length, datetime, crawled, category, problem,
          CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
-              THEN normalize_text(coalesce(title, '') || char(10, 10) || content) END AS fill
-  FROM checked LIMIT -1
+              THEN normalize_text(coalesce(title, '') || char(10, 10) || content) END AS fill,
+         CASE WHEN problem IS NULL AND r.url_rules > 0
+              THEN r.url_options || coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
+              ELSE r.url_options END AS opts
+  FROM checked CROSS JOIN _dedup_run AS r LIMIT -1
 )
 INSERT INTO _dedup_prepared
 SELECT s.rid,
        s.problem,
-       CASE WHEN s.problem IS NULL THEN canonical_url(s.url, r.url_options) END,
-       CASE WHEN s.problem IS NULL THEN url_domain(s.url, r.url_options) END,
+       CASE WHEN s.problem IS NULL THEN canonical_url(s.url, s.opts) END,
+       CASE WHEN s.problem IS NULL THEN url_domain(s.url, s.opts) END,
        CASE WHEN s.problem IS NULL THEN url_wayback(s.url) END,
        CASE WHEN s.problem IS NOT NULL THEN NULL
             WHEN s.url IS NULL THEN 'unparseable: NULL url'
-            ELSE url_discard_reason(s.url, r.url_options) END,
+            ELSE url_discard_reason(s.url, s.opts) END,
        CASE WHEN s.problem IS NOT NULL THEN NULL
             WHEN s.fill IS NOT NULL THEN content_hash(s.fill)
             WHEN s.content_hash IS NULL AND s.parsed <> '' THEN content_hash(s.parsed)
@@ -55,5 +61,5 @@ SELECT s.rid,
                    ELSE s.length END, 0),
        s.category,
        s.fill
-FROM src AS s CROSS JOIN _dedup_run AS r;
+FROM src AS s;
 CREATE INDEX temp._dedup_prepared_url ON _dedup_prepared (canonical_url);

@@ -29,14 +29,23 @@ WITH live AS (
 -- Rows an earlier run removed in phase 4 or 5 (temp._dedup_archive: the
 -- runner's view of dedup_removed) keep their window slot (as
 -- placeholders, never compared), so a second run sees the windows the first
--- one saw and removes nothing more.
-placeholders AS (
-  SELECT canonical_url(d.url, r.url_options) AS url, d.dedup_rowid AS id, NULL AS text,
-         1 AS placeholder, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
+-- one saw and removes nothing more. (The 'lsh' mode has no windows, so no
+-- placeholders.)
+archived AS (
+  SELECT d.url, d.dedup_rowid, d.dedup_phase, d.content, d.parsed,
+         CASE WHEN r.url_rules > 0 AND dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
+              THEN r.url_options || coalesce(',tracking+=' || url_rule_params(d.url, r.url_rules), '')
+              ELSE r.url_options END AS opts
   FROM _dedup_archive AS d CROSS JOIN _dedup_run AS r
-  WHERE d.dedup_phase IN (4, 5) AND dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
+  WHERE d.dedup_phase IN (4, 5) AND r.near_mode = 'window' AND r.threshold < 1.0
+),
+placeholders AS (
+  SELECT canonical_url(d.url, d.opts) AS url, d.dedup_rowid AS id, NULL AS text,
+         1 AS placeholder, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
+  FROM archived AS d
+  WHERE dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
     AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
-    AND canonical_url(d.url, r.url_options) IS NOT NULL
+    AND canonical_url(d.url, d.opts) IS NOT NULL
 )
 INSERT INTO _dedup_near_input
 SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
@@ -46,17 +55,48 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
          ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, url ASC
        ) AS rank
-FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders
-      -- Placeholders keep window slots; the 'lsh' mode has no windows.
-      WHERE (SELECT near_mode FROM _dedup_run) = 'window')
+FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
 
--- The texts are read from pages as the scan reaches them, not copied.
+-- boilerplate = 'strip': the segments (lines of content, see segments())
+-- found in at least boilerplate_min_pages of a domain's rows compared here
+-- (distinct URLs and contents) with as many distinct titles, as a JSON array
+-- of hashes per domain. Chrome is what a site repeats across its different
+-- pages; a paragraph repeated across the versions of one page (one title)
+-- is that page's content. (A row without a title counts as its own title.)
+DROP TABLE IF EXISTS temp._dedup_chrome;
+CREATE TEMP TABLE _dedup_chrome (domain TEXT PRIMARY KEY, segments INTEGER, hashes TEXT);
+INSERT INTO _dedup_chrome
+SELECT domain, count(*), json_group_array(hash)
+FROM (
+  SELECT p.domain, s.hash
+  FROM _dedup_run AS r
+  JOIN _dedup_near_input AS i ON i.placeholder = 0
+  JOIN _dedup_prepared AS p ON p.source_rowid = i.id
+  JOIN _dedup_source AS g ON g.rid = i.id
+  JOIN segments(g.content) AS s
+  WHERE r.boilerplate = 'strip' AND p.domain IS NOT NULL AND typeof(g.content) = 'text'
+  GROUP BY p.domain, s.hash
+  HAVING count(DISTINCT i.id) >= (SELECT boilerplate_min_pages FROM _dedup_run)
+     AND count(DISTINCT coalesce(g.title, 'row ' || i.id)) >= (SELECT boilerplate_min_pages FROM _dedup_run)
+)
+GROUP BY domain;
+
+-- The texts are read from pages as the scan reaches them, not copied. With
+-- boilerplate stripped, a row whose content holds some of its domain's
+-- chrome is compared as normalize_text(title, blank line, content without
+-- those lines), the way parsed is made; other rows as they are.
 CREATE TEMP VIEW _dedup_near_texts AS
 SELECT i.pos, i.id, i.rank,
        CASE WHEN i.placeholder = 0 THEN
-         (SELECT coalesce(p.fill_parsed, g.parsed)
+         (SELECT coalesce(
+                   CASE WHEN c.hashes IS NOT NULL THEN
+                     normalize_text(coalesce(g.title, '') || char(10, 10)
+                                    || nullif(strip_segments(g.content, c.hashes), g.content))
+                   END,
+                   p.fill_parsed, g.parsed)
           FROM _dedup_prepared AS p JOIN _dedup_source AS g ON g.rid = p.source_rowid
+          LEFT JOIN _dedup_chrome AS c ON c.domain = p.domain
           WHERE p.source_rowid = i.id)
        END AS text
 FROM _dedup_near_input AS i;

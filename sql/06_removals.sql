@@ -8,6 +8,15 @@ DROP TABLE IF EXISTS temp._dedup_removal;
 CREATE TEMP TABLE _dedup_removal (
   source_rowid INTEGER PRIMARY KEY, phase INTEGER, reason TEXT, survivor INTEGER, ratio REAL
 );
+-- (stripped: the rows of phase 4's pairs compared without some chrome.)
+WITH stripped(id) AS (
+  SELECT p.source_rowid
+  FROM _dedup_prepared AS p
+  JOIN _dedup_chrome AS c ON c.domain = p.domain
+  JOIN _dedup_source AS g ON g.rid = p.source_rowid
+  WHERE p.source_rowid IN (SELECT source_rowid FROM _dedup_near_removed UNION SELECT survivor FROM _dedup_near_removed)
+    AND strip_segments(g.content, c.hashes) <> g.content
+)
 INSERT INTO _dedup_removal
 SELECT source_rowid, 1 AS phase, discard_reason AS reason, NULL AS survivor, NULL AS ratio
 FROM _dedup_prepared WHERE canonical_url IS NULL AND skip_reason IS NULL
@@ -18,8 +27,13 @@ UNION ALL
 SELECT source_rowid, 3, 'same content hash', survivor, NULL
 FROM _dedup_content_ranked WHERE survivor <> source_rowid
 UNION ALL
-SELECT source_rowid, 4, 'near duplicate: lev_ratio above threshold', survivor, ratio
-FROM _dedup_near_removed
+SELECT n.source_rowid, 4,
+       'near duplicate: lev_ratio above threshold'
+         || CASE WHEN EXISTS (SELECT 1 FROM _dedup_chrome)
+                  AND (n.source_rowid IN (SELECT id FROM stripped) OR n.survivor IN (SELECT id FROM stripped))
+                 THEN ' (boilerplate stripped)' ELSE '' END,
+       n.survivor, n.ratio
+FROM _dedup_near_removed AS n
 UNION ALL
 SELECT source_rowid, 5, 'domain ' || quote(domain) || ' has ' || pages || ' page(s), fewer than n_min', NULL, NULL
 FROM _dedup_domain_removed;

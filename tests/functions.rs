@@ -43,12 +43,14 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_apply",
             "dedup_debug",
             "dedup_invalid_text",
+            "dedup_learn_url_rules",
             "dedup_plan",
             "dedup_progress",
             "dedup_require",
             "dedup_restore",
             "dedup_run",
             "dedup_version",
+            "dupe_probability",
             "hamming_distance",
             "lev_ratio",
             "lsh_params",
@@ -59,8 +61,10 @@ fn register_adds_exactly_these_functions_and_modules() {
             "normalize_text",
             "shingle_resemblance",
             "simhash",
+            "strip_segments",
             "url_discard_reason",
             "url_domain",
+            "url_rule_params",
             "url_wayback"
         ]
     );
@@ -70,7 +74,10 @@ fn register_adds_exactly_these_functions_and_modules() {
         .into_iter()
         .filter(|n| !before.contains(n))
         .collect();
-    assert_eq!(added, ["lsh_bands", "near_dups", "near_dups_among"]);
+    assert_eq!(
+        added,
+        ["lsh_bands", "near_dups", "near_dups_among", "segments"]
+    );
 }
 
 #[test]
@@ -87,6 +94,9 @@ fn null_in_null_out() {
         "lev_ratio('a', NULL, 0.5)",
         "shingle_resemblance(NULL, 'a')",
         "shingle_resemblance('a', NULL, 3, 'the')",
+        "strip_segments(NULL, '[1]')",
+        "dupe_probability(NULL)",
+        "url_rule_params(NULL)",
     ] {
         let v: Option<String> = one(&db, &format!("SELECT {f}")).unwrap();
         assert_eq!(v, None, "{f}");

@@ -18,6 +18,17 @@ use rusqlite::{params_from_iter, Connection};
 fn db() -> Connection {
     let db = Connection::open_in_memory().unwrap();
     dedup::register(&db).unwrap();
+    // A learned URL model, so dupe_probability and url_rule_params look
+    // things up instead of finding no tables.
+    db.execute_batch(
+        "CREATE TABLE pages (url TEXT, content TEXT);
+         INSERT INTO pages VALUES ('https://a.example/p?x=1', 'one two three four five'),
+           ('https://a.example/p?x=1&s=2', 'one two three four five'),
+           ('https://a.example/p?x=2', 'six seven eight nine ten'),
+           ('http://www.a.example/p', 'one two three four five');
+         SELECT dedup_learn_url_rules();",
+    )
+    .unwrap();
     db
 }
 
@@ -219,6 +230,9 @@ const FUNCTIONS: &[(&str, usize, usize)] = &[
     ("simhash", 1, 3),
     ("hamming_distance", 2, 2),
     ("dedup_invalid_text", 3, 3),
+    ("strip_segments", 2, 2),
+    ("dupe_probability", 1, 1),
+    ("url_rule_params", 1, 2),
 ];
 
 /// Checks one call's outcome; `Err(reason)` when it breaks a rule.
@@ -458,6 +472,11 @@ fn tables(db: &Connection, rng: &mut Rng, failures: &mut Vec<String>) {
             "lsh_bands",
             "SELECT count(*) FROM lsh_bands(minhash(?1, 128), ?2, ?3)",
             vec![Value::Text(text(rng)), k.clone(), value(rng)],
+        ),
+        (
+            "segments",
+            "SELECT count(*), max(position) FROM segments(?1)",
+            vec![value(rng)],
         ),
     ] {
         let outcome = db.query_row(sql, params_from_iter(&params), |r| r.get::<_, Value>(0));

@@ -7,7 +7,9 @@ pub mod interrupt;
 pub mod meta;
 pub mod pipeline;
 pub mod scalars;
+pub mod segments;
 pub mod sketches;
+pub mod url_rules;
 pub mod vtab;
 
 use rusqlite::{Connection, Result};
@@ -17,8 +19,10 @@ pub fn register(db: &Connection) -> Result<()> {
     meta::register(db)?;
     scalars::register_scalars(db)?;
     sketches::register(db)?;
+    segments::register(db)?;
     control::register(db)?;
     vtab::register(db)?;
     pipeline::register(db)?;
+    url_rules::register(db)?;
     Ok(())
 }

@@ -7,11 +7,11 @@ import pytest
 
 import pipeline as P
 
-FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_debug", "dedup_invalid_text", "dedup_plan",
-             "dedup_progress", "dedup_require", "dedup_restore", "dedup_run", "dedup_version", "hamming_distance",
-             "lev_ratio", "lsh_params", "lsh_probability", "minhash", "minhash_jaccard", "near_dups_stats",
-             "normalize_text", "shingle_resemblance", "simhash", "url_discard_reason", "url_domain",
-             "url_wayback"]
+FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_debug", "dedup_invalid_text",
+             "dedup_learn_url_rules", "dedup_plan", "dedup_progress", "dedup_require", "dedup_restore", "dedup_run",
+             "dedup_version", "dupe_probability", "hamming_distance", "lev_ratio", "lsh_params", "lsh_probability",
+             "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
+             "strip_segments", "url_discard_reason", "url_domain", "url_rule_params", "url_wayback"]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_loads_and_adds_exactly_its_functions_and_modules():
     before = {r[0] for r in plain.execute(q)}
     assert sorted({r[0] for r in loaded.execute(q)} - before) == FUNCTIONS
     q = "SELECT name FROM pragma_module_list"
-    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"lsh_bands", "near_dups", "near_dups_among"}
+    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"lsh_bands", "near_dups", "near_dups_among", "segments"}
     assert loaded.execute("SELECT dedup_version()").fetchone()[0].startswith("v")
 
 

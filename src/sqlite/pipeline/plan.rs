@@ -37,7 +37,7 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 16] = [
+pub const TEMP_OBJECTS: [(&str, &str); 17] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_removal"),
     ("TABLE", "_dedup_domain_removed"),
@@ -46,6 +46,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 16] = [
     ("VIEW", "_dedup_lsh_pairs"),
     ("TABLE", "_dedup_lsh_bands"),
     ("VIEW", "_dedup_near_texts"),
+    ("TABLE", "_dedup_chrome"),
     ("TABLE", "_dedup_near_input"),
     ("TABLE", "_dedup_exact_winners"),
     ("TABLE", "_dedup_content_ranked"),
@@ -210,10 +211,20 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
 }
 
 /// `temp._dedup_archive`: the rows earlier runs removed from this table
-/// (`dedup_rowid`, `dedup_phase`, `url`, `content`, `parsed`), or no rows.
+/// (`archive_rowid`, `dedup_rowid`, `dedup_phase`, `dedup_survivor`, `url`,
+/// `title`, `content`, `parsed`, `content_hash`, `crawled`), or no rows.
 fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    let body = archive_view_body(db, source)?;
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS temp._dedup_archive; CREATE TEMP VIEW _dedup_archive AS {body};"
+    ))?;
+    Ok(())
+}
+
+/// The SELECT of `temp._dedup_archive`.
+pub(crate) fn archive_view_body(db: &Connection, source: &Source) -> Result<String, DedupError> {
     let body = match schema::object_type(db, "dedup_removed")?.as_deref() {
-        None => "SELECT NULL AS dedup_rowid, NULL AS dedup_phase, NULL AS url, NULL AS content, NULL AS parsed WHERE 0".to_string(),
+        None => "SELECT NULL AS archive_rowid, NULL AS dedup_rowid, NULL AS dedup_phase, NULL AS dedup_survivor, NULL AS url, NULL AS title, NULL AS content, NULL AS parsed, NULL AS content_hash, NULL AS crawled WHERE 0".to_string(),
         Some("table") => {
             let cols = schema::columns(db, "dedup_removed")?;
             let has = |c: &str| cols.iter().any(|x| x.name.eq_ignore_ascii_case(c));
@@ -239,10 +250,13 @@ fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupErro
                 String::new()
             };
             format!(
-                "SELECT dedup_rowid, dedup_phase, {} AS url, {} AS content, {} AS parsed FROM main.dedup_removed WHERE typeof(dedup_rowid) = 'integer' {runs}",
+                "SELECT rowid AS archive_rowid, dedup_rowid, dedup_phase, dedup_survivor, {} AS url, {} AS title, {} AS content, {} AS parsed, {} AS content_hash, {} AS crawled FROM main.dedup_removed WHERE typeof(dedup_rowid) = 'integer' {runs}",
                 col("url"),
+                col("title"),
                 col("content"),
-                col("parsed")
+                col("parsed"),
+                col("content_hash"),
+                col("crawled")
             )
         }
         Some(other) => {
@@ -251,6 +265,5 @@ fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupErro
             ))
         }
     };
-    db.execute_batch(&format!("CREATE TEMP VIEW _dedup_archive AS {body};"))?;
-    Ok(())
+    Ok(body)
 }

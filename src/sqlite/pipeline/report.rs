@@ -27,6 +27,9 @@ pub struct Report {
     pub skipped_total: i64,
     /// Seconds per phase script, then `apply` (not printed; in the JSON).
     pub seconds: Vec<(String, f64)>,
+    /// With `boilerplate = 'strip'`: (segments, domains) left out of the
+    /// near-duplicate comparison.
+    pub boilerplate: Option<(i64, i64)>,
 }
 
 /// What each phase removes, for the report.
@@ -62,6 +65,20 @@ impl Report {
             [],
             |r| r.get(0),
         )?;
+        let strip: bool = db.query_row(
+            "SELECT boilerplate = 'strip' FROM temp._dedup_run",
+            [],
+            |r| r.get(0),
+        )?;
+        let boilerplate = if strip {
+            Some(db.query_row(
+                "SELECT coalesce(sum(segments), 0), count(*) FROM temp._dedup_chrome",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        } else {
+            None
+        };
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
             run: plan.run,
@@ -71,6 +88,7 @@ impl Report {
             skipped,
             skipped_total,
             seconds: plan.seconds.clone(),
+            boilerplate,
         })
     }
 
@@ -80,8 +98,10 @@ impl Report {
     /// use dedup::sqlite::pipeline::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
-    ///                  seconds: vec![] };
-    /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  skipped: rowid 4, content is a BLOB");
+    ///                  seconds: vec![], boilerplate: Some((12, 3)) };
+    /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
+    ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
+    ///     skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
         let mut lines = vec![format!(
@@ -92,6 +112,11 @@ impl Report {
             lines.push(format!(
                 "  phase {phase} ({}): {n} removed",
                 phase_name(*phase)
+            ));
+        }
+        if let Some((segments, domains)) = self.boilerplate {
+            lines.push(format!(
+                "  boilerplate stripped: {segments} segment(s) of {domains} domain(s) left out of the near-duplicate comparison"
             ));
         }
         for (rowid, why) in &self.skipped {
@@ -123,8 +148,12 @@ impl Report {
             .iter()
             .map(|(n, s)| format!("{}:{s:.4}", json_string(n)))
             .collect();
+        let boilerplate = match self.boilerplate {
+            Some((s, d)) => format!("{{\"segments\":{s},\"domains\":{d}}}"),
+            None => "null".into(),
+        };
         format!(
-            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"seconds\":{{{}}}}}",
+            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"boilerplate\":{boilerplate},\"seconds\":{{{}}}}}",
             self.run,
             self.rows_before,
             self.rows_after,

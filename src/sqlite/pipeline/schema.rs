@@ -60,6 +60,26 @@ pub fn object_type(db: &Connection, name: &str) -> Result<Option<String>> {
     .optional()
 }
 
+/// Creates the temp view `name` as `body` unless it exists with that body
+/// already (a schema change makes every prepared statement of the
+/// connection prepare again, so functions called often skip it).
+pub fn ensure_temp_view(db: &Connection, name: &str, body: &str) -> Result<()> {
+    let stored: Option<String> = db
+        .query_row(
+            "SELECT sql FROM temp.sqlite_schema WHERE type = 'view' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if stored.is_some_and(|sql| sql.ends_with(body)) {
+        return Ok(());
+    }
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS temp.{q}; CREATE TEMP VIEW {q} AS {body}",
+        q = quote_ident(name)
+    ))
+}
+
 /// One column of a table, as `pragma_table_xinfo` describes it.
 #[derive(Debug, Clone)]
 pub struct Column {
@@ -204,6 +224,15 @@ impl Source {
     /// `rid` (the rowid) and every column of [`PAGE_COLUMNS`] (NULL when
     /// the table lacks it).
     pub fn create_view(&self, db: &Connection) -> Result<()> {
+        db.execute_batch(&format!(
+            "DROP VIEW IF EXISTS temp._dedup_source;
+             CREATE TEMP VIEW _dedup_source AS {};",
+            self.view_body()
+        ))
+    }
+
+    /// The SELECT of `temp._dedup_source`.
+    pub fn view_body(&self) -> String {
         let cols: Vec<String> = PAGE_COLUMNS
             .iter()
             .map(|c| {
@@ -214,13 +243,12 @@ impl Source {
                 }
             })
             .collect();
-        db.execute_batch(&format!(
-            "DROP VIEW IF EXISTS temp._dedup_source;
-             CREATE TEMP VIEW _dedup_source AS SELECT {} AS rid, {} FROM {};",
+        format!(
+            "SELECT {} AS rid, {} FROM {}",
             self.rowid,
             cols.join(", "),
             self.qualified()
-        ))
+        )
     }
 }
 

@@ -10,7 +10,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 13] = [
     "threshold",
     "distance",
     "discard_params",
@@ -21,6 +21,9 @@ pub const KEYS: [&str; 10] = [
     "lsh_rows",
     "table",
     "busy_timeout",
+    "boilerplate",
+    "boilerplate_min_pages",
+    "url_rules",
 ];
 
 /// Checked settings of one run.
@@ -46,6 +49,16 @@ pub struct Settings {
     pub table: String,
     /// Milliseconds to wait for a lock held by another connection.
     pub busy_timeout: i64,
+    /// `keep` (the reference) or `strip`: segments found in at least
+    /// `boilerplate_min_pages` pages of a domain are left out of the texts
+    /// the near-duplicate phase compares.
+    pub boilerplate: String,
+    /// Pages (of distinct content) of one domain a segment must be in to be
+    /// boilerplate.
+    pub boilerplate_min_pages: i64,
+    /// Canonical URLs also drop the parameters `dedup_url_rules` says never
+    /// change content with at least this probability; 0 (the default) never.
+    pub url_rules: f64,
 }
 
 impl Default for Settings {
@@ -61,6 +74,9 @@ impl Default for Settings {
             lsh_rows: 4,
             table: "pages".into(),
             busy_timeout: 5000,
+            boilerplate: "keep".into(),
+            boilerplate_min_pages: 5,
+            url_rules: 0.0,
         }
     }
 }
@@ -81,7 +97,8 @@ impl Settings {
     pub fn to_json(&self, db: &Connection) -> Result<String> {
         db.query_row(
             "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
-                    'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9)",
+                    'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
+                    'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12)",
             params![
                 self.threshold,
                 self.distance,
@@ -91,7 +108,10 @@ impl Settings {
                 self.near_mode,
                 self.lsh_bands,
                 self.lsh_rows,
-                self.table
+                self.table,
+                self.boilerplate,
+                self.boilerplate_min_pages,
+                self.url_rules
             ],
             |r| r.get(0),
         )
@@ -288,6 +308,41 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if let Some(v) = get("boilerplate") {
+        s.boilerplate = match v {
+            Value::Text(t) if t == "keep" || t == "strip" => t,
+            other => {
+                return fail(format!(
+                    "dedup: boilerplate must be 'keep' or 'strip', got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("boilerplate_min_pages") {
+        s.boilerplate_min_pages = match v {
+            Value::Integer(i) if i >= 2 => i,
+            other => {
+                return fail(format!(
+                    "dedup: boilerplate_min_pages must be an integer >= 2, got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("url_rules") {
+        s.url_rules = match v {
+            Value::Null => 0.0,
+            Value::Integer(i) if (0..=1).contains(&i) => i as f64,
+            Value::Real(r) if (0.0..=1.0).contains(&r) => r,
+            other => {
+                return fail(format!(
+                    "dedup: url_rules must be 0 (off) or the probability a rule needs, in (0.0, 1.0], got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
     Ok(s)
 }
 
@@ -297,10 +352,11 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
         "DROP TABLE IF EXISTS temp._dedup_run;
          CREATE TEMP TABLE _dedup_run (run INTEGER, rows_before INTEGER, threshold REAL,
            distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
-           near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER);",
+           near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER, boilerplate TEXT,
+           boilerplate_min_pages INTEGER, url_rules REAL);",
     )?;
     db.execute(
-        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             run,
             rows_before,
@@ -311,7 +367,10 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
             s.canonical_options(),
             s.near_mode,
             s.lsh_bands,
-            s.lsh_rows
+            s.lsh_rows,
+            s.boilerplate,
+            s.boilerplate_min_pages,
+            s.url_rules
         ],
     )?;
     Ok(())

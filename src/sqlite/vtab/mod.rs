@@ -4,6 +4,7 @@ pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
 pub mod scan_table;
+pub mod segments;
 
 use std::ffi::c_int;
 
@@ -219,5 +220,6 @@ pub fn register(db: &Connection) -> Result<()> {
     let last = scan_table::LastScan::default();
     near_dups::register(db, last.clone())?;
     near_dups_among::register(db, last)?;
-    lsh_bands::register(db)
+    lsh_bands::register(db)?;
+    segments::register(db)
 }

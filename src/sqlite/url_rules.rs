@@ -1,0 +1,707 @@
+//! Learned URL rules in SQL (see [`crate::core::url_rules`]):
+//! `dedup_learn_url_rules()` learns from the pages table and the archive of
+//! earlier runs into `dedup_url_rules`; `dupe_probability(url)` and
+//! `url_rule_params(url [, min_probability])` read what was learned.
+//!
+//! What the learner remembers of the URLs it has seen (their path, query and
+//! a MinHash of their text) lives in `dedup_url_seen` and
+//! `dedup_url_params`; `dedup_url_state` says where the last batch ended, so
+//! a new batch reads only the rows added since.
+
+use std::collections::HashMap;
+
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension, Result};
+
+use super::interrupt::{halt_error, InterruptPoll};
+use super::pipeline::atomic::{atomically, Lock};
+use super::pipeline::schema::{self, Source};
+use super::pipeline::{plan, settings, DedupError};
+use super::scalars::{check_arity, text_arg, user_error};
+use crate::core::hash::sha1_hex;
+use crate::core::sketch::{MinHasher, Shingling};
+use crate::core::url::{canonicalize, UrlOptions};
+use crate::core::url_rules::{
+    jaccard_at_least, only_difference, param_rules, probability, refetch_rule, RuleKey, UrlParts,
+    ANY_DOMAIN,
+};
+
+/// Pairs of one path compared per new URL: the most recent ones.
+pub const MAX_COMPARED: i64 = 200;
+/// Estimated Jaccard (word 4-shingles) at which two texts are the same
+/// content, as MaybeDont's default.
+pub const JACCARD_DUPLICATE: f64 = 0.9;
+/// MinHash values kept per URL (the low 16 bits of each: two texts'
+/// values collide by chance once in 65,536, and 256 values estimate a
+/// Jaccard near 0.9 within about 0.02).
+const NUM_PERM: usize = 256;
+/// The probability `url_rule_params` requires by default (MaybeDont's
+/// `AVOID_DUP_CONTENT_THRESHOLD`).
+pub const DEFAULT_MIN_PROBABILITY: f64 = 0.98;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS main.dedup_url_rules (
+  domain TEXT NOT NULL, path TEXT, param TEXT, value TEXT,
+  observations INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,
+  probability REAL NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS main.dedup_url_rules_key ON dedup_url_rules (domain, path, param, value);
+CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
+  url TEXT PRIMARY KEY, domain TEXT NOT NULL, path TEXT NOT NULL, query TEXT NOT NULL,
+  content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
+CREATE INDEX IF NOT EXISTS main.dedup_url_seen_query ON dedup_url_seen (domain, path, query);
+CREATE TABLE IF NOT EXISTS main.dedup_url_params (
+  domain TEXT NOT NULL, path TEXT NOT NULL, rest TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS main.dedup_url_params_rest ON dedup_url_params (domain, path, rest, param);
+CREATE TABLE IF NOT EXISTS main.dedup_url_state (key TEXT PRIMARY KEY, value);
+";
+
+/// How the rules see a URL: canonicalized with every parameter kept except
+/// the tracking ones, and nothing ignored.
+fn rule_options() -> UrlOptions {
+    UrlOptions {
+        keep_params: true,
+        ignore: Vec::new(),
+        ..UrlOptions::default()
+    }
+}
+
+/// `url` canonicalized and split as the rules see it, with its key
+/// ([`UrlParts::key`]) and the canonical URL.
+fn rule_parts(url: &str, opts: &UrlOptions) -> Option<(String, UrlParts, String)> {
+    let canonical = canonicalize(url, opts).ok()?.url;
+    let parts = UrlParts::parse(&canonical)?;
+    Some((parts.key(), parts, canonical))
+}
+
+/// A query key (`a=1&b=2`) back into parts of `domain` and `path`.
+fn parts_from_key(domain: &str, path: &str, key: &str) -> UrlParts {
+    let query = key
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (p.to_string(), String::new()),
+        })
+        .collect();
+    UrlParts {
+        domain: domain.to_string(),
+        path: path.to_string(),
+        query,
+    }
+}
+
+/// A signature as kept: the low 16 bits of each MinHash value.
+fn short_signature(sig: &[u32]) -> Vec<u16> {
+    sig.iter().map(|v| *v as u16).collect()
+}
+
+/// A kept signature as a BLOB of little-endian `u16`s.
+fn signature_blob(sig: &[u16]) -> Vec<u8> {
+    sig.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn signature_values(blob: &[u8]) -> Vec<u16> {
+    blob.chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+/// One URL the learner has seen, as `dedup_url_seen` keeps it.
+struct Seen {
+    parts: UrlParts,
+    content_hash: Option<String>,
+    grp: Option<i64>,
+    signature: Option<Vec<u16>>,
+}
+
+impl Seen {
+    /// Whether two seen URLs brought the same content: one hash, one
+    /// duplicate group of an earlier run, or MinHash Jaccard at least 0.9.
+    fn same_content(&self, other: &Seen) -> bool {
+        if let (Some(a), Some(b)) = (&self.content_hash, &other.content_hash) {
+            if a == b {
+                return true;
+            }
+        }
+        if let (Some(a), Some(b)) = (self.grp, other.grp) {
+            if a == b {
+                return true;
+            }
+        }
+        match (&self.signature, &other.signature) {
+            (Some(a), Some(b)) => jaccard_at_least(a, b, JACCARD_DUPLICATE),
+            _ => false,
+        }
+    }
+}
+
+/// What one learning batch did.
+#[derive(Debug, Default)]
+struct Learned {
+    new_urls: i64,
+    already_seen: i64,
+    unparseable: i64,
+    rules_updated: usize,
+}
+
+/// The learner's state (`dedup_url_state`), by key.
+fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
+    db.prepare("SELECT key, value FROM main.dedup_url_state")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// The tables of the model, created when missing.
+fn ensure_schema(db: &Connection) -> Result<()> {
+    let present: i64 = db.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN
+           ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state')",
+        [],
+        |r| r.get(0),
+    )?;
+    if present < 4 {
+        db.execute_batch(SCHEMA)?;
+    }
+    Ok(())
+}
+
+/// The rowids after which the new rows of the table and of the archive
+/// start: where the last batch ended when the table is the same and its
+/// last learned row is still there unchanged (rows were only added), else
+/// from the start (every row is then checked against the seen URLs).
+fn watermarks(
+    db: &Connection,
+    source: &Source,
+    state: &HashMap<String, Value>,
+) -> Result<(i64, i64)> {
+    let from_start = (i64::MIN, i64::MIN);
+    let same_table = matches!(state.get("table"), Some(Value::Text(t)) if *t == source.table);
+    let (Some(Value::Integer(rowid)), Some(Value::Integer(archive)), true) =
+        (state.get("rowid"), state.get("archive_rowid"), same_table)
+    else {
+        return Ok(from_start);
+    };
+    let (current, archive_max): (Option<Value>, i64) = db.query_row(
+        "SELECT (SELECT url FROM temp._dedup_source WHERE rid = ?1),
+                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
+        [rowid],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let intact = match (current.as_ref(), state.get("url")) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    Ok(if intact && archive_max >= *archive {
+        (*rowid, *archive)
+    } else {
+        from_start
+    })
+}
+
+/// The URLs seen on one domain and path, most recent last, as the batch
+/// compares with them (at most [`MAX_COMPARED`] kept).
+type PathCache = HashMap<(String, String), Vec<Seen>>;
+
+/// Learns from the rows added since the last batch (all rows the first
+/// time), in `crawled` order; returns the report.
+fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError> {
+    ensure_schema(db)?;
+    let source = Source::inspect(db, table)?;
+    schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
+    schema::ensure_temp_view(db, "_dedup_archive", &plan::archive_view_body(db, &source)?)?;
+    let state = read_state(db)?;
+    let (from_rowid, from_archive) = watermarks(db, &source, &state)?;
+    let opts = rule_options();
+    let shingling = Shingling::new("word", 4).expect("a valid shingling");
+    let hasher = MinHasher::new(NUM_PERM);
+    let mut counts: HashMap<RuleKey, (i64, i64)> = HashMap::new();
+    let mut paths: PathCache = HashMap::new();
+    let mut learned = Learned::default();
+    // Safety: the handle is this call's connection, used on this thread.
+    let poll = std::cell::RefCell::new(unsafe { InterruptPoll::new(db.handle()) });
+    let stop = || poll.borrow_mut().interrupted();
+    let mut next_seen: i64 = match state.get("seen") {
+        Some(Value::Integer(i)) => *i,
+        _ => db.query_row(
+            "SELECT coalesce(max(seen), 0) + 1 FROM main.dedup_url_seen",
+            [],
+            |r| r.get(0),
+        )?,
+    };
+    let mut rows = db.prepare(
+        "SELECT url, title, content, parsed, content_hash, grp FROM (
+           SELECT 0 AS kind, rid AS id, url, title, content, parsed, content_hash, crawled, rid AS grp
+           FROM temp._dedup_source WHERE rid > ?1
+           UNION ALL
+           SELECT 1, archive_rowid, url, title, content, parsed, content_hash, crawled,
+                  CASE WHEN dedup_phase IN (3, 4) THEN dedup_survivor END
+           FROM temp._dedup_archive WHERE archive_rowid > ?2)
+         ORDER BY crawled IS NULL, crawled, kind, id",
+    )?;
+    let mut is_seen =
+        db.prepare("SELECT content_hash, grp, signature FROM main.dedup_url_seen WHERE url = ?1")?;
+    let mut refetched = db.prepare(
+        "UPDATE main.dedup_url_seen SET content_hash = ?2, grp = ?3, signature = ?4 WHERE url = ?1",
+    )?;
+    let mut same_path = db.prepare(
+        "SELECT query, content_hash, grp, signature FROM main.dedup_url_seen
+         WHERE domain = ?1 AND path = ?2 ORDER BY seen DESC LIMIT ?3",
+    )?;
+    let mut add_seen = db.prepare(
+        "INSERT INTO main.dedup_url_seen (url, domain, path, query, content_hash, grp, signature, seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut add_param = db.prepare(
+        "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut cursor = rows.query(params![from_rowid, from_archive])?;
+    while let Some(row) = cursor.next()? {
+        let text_of = |i: usize| -> Result<Option<String>> {
+            Ok(match row.get::<_, Value>(i)? {
+                Value::Text(t) => Some(t),
+                _ => None,
+            })
+        };
+        let Some(url) = text_of(0)? else {
+            learned.unparseable += 1;
+            continue;
+        };
+        let Some((canonical, parts, _)) = rule_parts(&url, &opts) else {
+            learned.unparseable += 1;
+            continue;
+        };
+        let before: Option<Seen> = is_seen
+            .query_row([&canonical], |r| {
+                Ok(Seen {
+                    parts: parts.clone(),
+                    content_hash: r.get(0)?,
+                    grp: r.get(1)?,
+                    signature: r
+                        .get::<_, Option<Vec<u8>>>(2)?
+                        .map(|b| signature_values(&b)),
+                })
+            })
+            .optional()?;
+        // The text compared: parsed, else title and content as they are (the
+        // word shingles lowercase and split on non-alphanumerics anyway).
+        let text = match text_of(3)?.filter(|p| !p.is_empty()) {
+            Some(parsed) => Some(parsed),
+            None => text_of(2)?.filter(|c| !c.is_empty()).map(|content| {
+                format!(
+                    "{}\n\n{content}",
+                    text_of(1).ok().flatten().unwrap_or_default()
+                )
+            }),
+        };
+        let content_hash = text_of(4)?.or_else(|| text.as_deref().map(|t| sha1_hex(t.as_bytes())));
+        let signature = match text.as_deref() {
+            Some(t) => {
+                let hashes = shingling.hashes_or_halt(t, &stop).map_err(halt_error)?;
+                hasher
+                    .signature_or_halt(&hashes, &stop)
+                    .map_err(halt_error)?
+                    .map(|sig| short_signature(&sig))
+            }
+            None => None,
+        };
+        let grp = match row.get::<_, Value>(5)? {
+            Value::Integer(i) => Some(i),
+            _ => None,
+        };
+        let item = Seen {
+            parts: parts.clone(),
+            content_hash,
+            grp,
+            signature,
+        };
+        let key = (parts.domain.clone(), parts.path.clone());
+        if let Some(earlier) = before {
+            // Fetched again: evidence for the refetch rule; the URL's
+            // content is now the latest.
+            let dup = item.same_content(&earlier) as i64;
+            let c = counts.entry(refetch_rule(&parts.domain)).or_insert((0, 0));
+            c.0 += 1;
+            c.1 += dup;
+            refetched.execute(params![
+                canonical,
+                item.content_hash,
+                item.grp,
+                item.signature.as_deref().map(signature_blob)
+            ])?;
+            if let Some(cached) = paths
+                .get_mut(&key)
+                .and_then(|v| v.iter_mut().find(|s| s.parts.query == parts.query))
+            {
+                *cached = item;
+            }
+            learned.already_seen += 1;
+            continue;
+        }
+        if !paths.contains_key(&key) {
+            let mut earlier = same_path
+                .query_map(params![parts.domain, parts.path, MAX_COMPARED], |r| {
+                    Ok(Seen {
+                        parts: parts_from_key(&parts.domain, &parts.path, &r.get::<_, String>(0)?),
+                        content_hash: r.get(1)?,
+                        grp: r.get(2)?,
+                        signature: r
+                            .get::<_, Option<Vec<u8>>>(3)?
+                            .map(|b| signature_values(&b)),
+                    })
+                })?
+                .collect::<Result<Vec<Seen>>>()?;
+            earlier.reverse();
+            paths.insert(key.clone(), earlier);
+        }
+        let earlier = paths.get_mut(&key).expect("just inserted");
+        // The pairs with the earlier URLs of the path, counted per rule
+        // (as core::url_rules::evidence defines them, aggregated).
+        let (mut path_pairs, mut path_dups) = (0i64, 0i64);
+        let mut by_param: HashMap<(String, Option<String>), (i64, i64)> = HashMap::new();
+        for other in earlier.iter().rev().take(MAX_COMPARED as usize) {
+            // (No earlier URL has this query: that would be a refetch.)
+            let dup = item.same_content(other) as i64;
+            path_pairs += 1;
+            path_dups += dup;
+            if let Some(diff) = only_difference(&parts, &other.parts) {
+                let c = by_param.entry(diff).or_insert((0, 0));
+                c.0 += 1;
+                c.1 += dup;
+            }
+        }
+        let mut add = |key: RuleKey, n: i64, d: i64| {
+            let c = counts.entry(key).or_insert((0, 0));
+            c.0 += n;
+            c.1 += d;
+        };
+        if path_pairs > 0 {
+            add(
+                RuleKey::new(&parts.domain, Some(&parts.path), None, None),
+                path_pairs,
+                path_dups,
+            );
+        }
+        for ((param, added), (n, d)) in by_param {
+            for key in param_rules(&parts, &param, added.as_deref()) {
+                add(key, n, d);
+            }
+        }
+        add_seen.execute(params![
+            canonical,
+            parts.domain,
+            parts.path,
+            parts.query_key(),
+            item.content_hash,
+            item.grp,
+            item.signature.as_deref().map(signature_blob),
+            next_seen
+        ])?;
+        next_seen += 1;
+        for (param, value) in &parts.query {
+            add_param.execute(params![
+                parts.domain,
+                parts.path,
+                parts.query_key_without(param),
+                param,
+                value
+            ])?;
+        }
+        earlier.push(item);
+        if earlier.len() > 2 * MAX_COMPARED as usize {
+            earlier.drain(..earlier.len() - MAX_COMPARED as usize);
+        }
+        learned.new_urls += 1;
+    }
+    drop(cursor);
+    learned.rules_updated = counts.len();
+    save_counts(db, counts)?;
+    let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(
+        "SELECT (SELECT max(rid) FROM temp._dedup_source),
+                (SELECT url FROM temp._dedup_source ORDER BY rid DESC LIMIT 1),
+                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    db.execute(
+        "INSERT OR REPLACE INTO main.dedup_url_state (key, value)
+         VALUES ('table', ?1), ('rowid', ?2), ('url', ?3), ('archive_rowid', ?4), ('seen', ?5)",
+        params![
+            source.table,
+            last_rowid.unwrap_or(i64::MIN),
+            last_url,
+            archive_max,
+            next_seen
+        ],
+    )?;
+    Ok(format!(
+        "learned from {} new URL(s) ({} already seen, {} without an http(s) URL); {} rule(s) updated",
+        learned.new_urls, learned.already_seen, learned.unparseable, learned.rules_updated
+    ))
+}
+
+/// Adds the batch's counts to `dedup_url_rules` and recomputes the
+/// probability of every rule it touched.
+fn save_counts(db: &Connection, counts: HashMap<RuleKey, (i64, i64)>) -> Result<()> {
+    let mut find = db.prepare(
+        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
+         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
+    )?;
+    let mut update = db.prepare(
+        "UPDATE main.dedup_url_rules SET observations = ?2, duplicates = ?3, probability = ?4 WHERE rowid = ?1",
+    )?;
+    let mut insert = db.prepare(
+        "INSERT INTO main.dedup_url_rules (domain, path, param, value, observations, duplicates, probability)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut keys: Vec<(RuleKey, (i64, i64))> = counts.into_iter().collect();
+    keys.sort();
+    for (k, (obs, dups)) in keys {
+        let found: Option<(i64, i64, i64)> = find
+            .query_row(params![k.domain, k.path, k.param, k.value], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        match found {
+            Some((rowid, o, d)) => {
+                let (o, d) = (o.saturating_add(obs), d.saturating_add(dups));
+                update.execute(params![rowid, o, d, probability(o, d)])?;
+            }
+            None => {
+                insert.execute(params![
+                    k.domain,
+                    k.path,
+                    k.param,
+                    k.value,
+                    obs,
+                    dups,
+                    probability(obs, dups)
+                ])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `None` for an error that says the model's tables do not exist yet
+/// (nothing was learned in this database): then nothing is known.
+fn unless_no_model<T>(result: Result<Option<T>>) -> Result<Option<T>> {
+    match result {
+        Err(rusqlite::Error::SqliteFailure(_, Some(m)))
+            if m.starts_with("no such table: main.dedup_url_") =>
+        {
+            Ok(None)
+        }
+        other => other,
+    }
+}
+
+/// The probability that fetching `url` brings no new content: when its
+/// canonical form was already fetched, its domain's refetch rule; else the
+/// highest probability of the rules that apply to it (as MaybeDont's `get_dupe_prob`: a parameter rule
+/// applies when a URL differing only in that parameter was fetched); `None`
+/// when no rule applies.
+fn dupe_probability(db: &Connection, url: &str) -> Result<Option<f64>> {
+    let Some((key, parts, _)) = rule_parts(url, &rule_options()) else {
+        return Ok(None);
+    };
+    unless_no_model(probability_of(db, &key, &parts))
+}
+
+fn probability_of(db: &Connection, canonical: &str, parts: &UrlParts) -> Result<Option<f64>> {
+    let (d, path) = (parts.domain.as_str(), parts.path.as_str());
+    let (fetched, on_path): (bool, bool) = db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE url = ?1),
+                EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE domain = ?2 AND path = ?3)",
+        params![canonical, d, path],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let mut rule = db.prepare(
+        "SELECT probability FROM main.dedup_url_rules
+         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
+    )?;
+    let mut lookup = |k: &RuleKey| -> Result<Option<f64>> {
+        Ok(rule
+            .query_row(params![k.domain, k.path, k.param, k.value], |r| r.get(0))
+            .optional()?
+            .flatten())
+    };
+    if fetched {
+        // Fetched before (as canonicalized): how often its domain's pages
+        // come back unchanged.
+        return lookup(&refetch_rule(d));
+    }
+    if !on_path {
+        // No URL of this path was fetched: no rule of the page can apply.
+        return Ok(None);
+    }
+    let mut keys: Vec<RuleKey> = vec![RuleKey::new(d, Some(path), None, None)];
+    let param_keys = |keys: &mut Vec<RuleKey>, param: &str, rest: &str| {
+        keys.push(RuleKey::new(ANY_DOMAIN, None, Some(param), None));
+        keys.push(RuleKey::new(d, None, Some(param), None));
+        keys.push(RuleKey::new(d, Some(path), Some(param), None));
+        keys.push(RuleKey::new(
+            d,
+            Some(&format!("{path}?{rest}")),
+            Some(param),
+            None,
+        ));
+    };
+    let value_keys = |keys: &mut Vec<RuleKey>, param: &str, value: &str| {
+        keys.push(RuleKey::new(ANY_DOMAIN, None, Some(param), Some(value)));
+        keys.push(RuleKey::new(d, None, Some(param), Some(value)));
+        keys.push(RuleKey::new(d, Some(path), Some(param), Some(value)));
+    };
+    if !parts.query.is_empty() {
+        // Was a URL fetched that lacks the parameter (removed), or has
+        // another value of it (changed)?
+        let mut sibling = db.prepare(
+            "SELECT EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE domain = ?1 AND path = ?2 AND query = ?3),
+                    EXISTS (SELECT 1 FROM main.dedup_url_params WHERE domain = ?1 AND path = ?2 AND rest = ?3 AND param = ?4)",
+        )?;
+        for (param, value) in &parts.query {
+            let rest = parts.query_key_without(param);
+            let (removed, changed): (bool, bool) = sibling
+                .query_row(params![d, path, rest, param], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            if removed || changed {
+                param_keys(&mut keys, param, &rest);
+            }
+            if removed {
+                value_keys(&mut keys, param, value);
+            }
+        }
+    }
+    // Was a URL fetched that is this one plus a parameter?
+    let query = parts.query_key();
+    let siblings = db
+        .prepare(
+            "SELECT DISTINCT param, value FROM main.dedup_url_params WHERE domain = ?1 AND path = ?2 AND rest = ?3",
+        )?
+        .query_map(params![d, path, query], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<(String, String)>>>()?;
+    for (param, value) in siblings {
+        if parts.get(&param).is_some() {
+            continue;
+        }
+        param_keys(&mut keys, &param, &query);
+        value_keys(&mut keys, &param, &value);
+    }
+    keys.sort();
+    keys.dedup();
+    let mut best: Option<f64> = None;
+    for k in &keys {
+        if let Some(p) = lookup(k)? {
+            best = Some(best.map_or(p, |b: f64| b.max(p)));
+        }
+    }
+    Ok(best)
+}
+
+/// The query parameters of `url` that the rules say never change content on
+/// its domain (a rule of the whole domain, or of its path) with at least
+/// `min_probability`, joined by `|` for `canonical_url`'s `tracking+=`
+/// option; `None` when there are none.
+fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Option<String>> {
+    let Some((_, parts, canonical)) = rule_parts(url, &rule_options()) else {
+        return Ok(None);
+    };
+    let present: Vec<String> = canonical
+        .split_once('?')
+        .map(|(_, q)| {
+            q.split('&')
+                .map(|p| p.split('=').next().unwrap_or("").to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    unless_no_model(learned_params(db, &parts, &present, min_probability))
+}
+
+fn learned_params(
+    db: &Connection,
+    parts: &UrlParts,
+    present: &[String],
+    min_probability: f64,
+) -> Result<Option<String>> {
+    let mut stmt = db.prepare(
+        "SELECT DISTINCT lower(param) FROM main.dedup_url_rules
+         WHERE domain = ?1 AND (path IS NULL OR path = ?2) AND param IS NOT NULL AND value IS NULL
+           AND probability >= ?3 ORDER BY 1",
+    )?;
+    let names: Vec<String> = stmt
+        .query_map(params![parts.domain, parts.path, min_probability], |r| {
+            r.get(0)
+        })?
+        .collect::<Result<Vec<String>>>()?
+        .into_iter()
+        .filter(|p| {
+            !p.is_empty()
+                && present.contains(p)
+                && !p.contains([',', '|', '='])
+                && !p.contains(char::is_whitespace)
+        })
+        .collect();
+    Ok((!names.is_empty()).then(|| names.join("|")))
+}
+
+/// Registers `dedup_learn_url_rules`, `dupe_probability` and
+/// `url_rule_params`.
+pub fn register(db: &Connection) -> Result<()> {
+    let writes = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
+    db.create_scalar_function("dedup_learn_url_rules", 0, writes, |ctx| {
+        // Safety: the handle is the connection running this function, used
+        // on this thread for the duration of the call.
+        let db = unsafe { ctx.get_connection()? };
+        let s = settings::read(&db, None)?;
+        Ok(atomically(
+            &db,
+            Lock::Write,
+            s.busy_timeout,
+            "dedup_learn_url_rules",
+            |db| learn(db, &s.table),
+        )?)
+    })?;
+    let reads = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
+    db.create_scalar_function("dupe_probability", -1, reads, |ctx| {
+        check_arity(ctx, "dupe_probability", 1, 1)?;
+        let Some(url) = text_arg(ctx, 0, "dupe_probability", "url")? else {
+            return Ok(None);
+        };
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        dupe_probability(&db, url)
+    })?;
+    db.create_scalar_function("url_rule_params", -1, reads, |ctx| {
+        check_arity(ctx, "url_rule_params", 1, 2)?;
+        let min = if ctx.len() > 1 {
+            match ctx.get_raw(1) {
+                rusqlite::types::ValueRef::Null => DEFAULT_MIN_PROBABILITY,
+                rusqlite::types::ValueRef::Integer(i) if (0..=1).contains(&i) => i as f64,
+                rusqlite::types::ValueRef::Real(r) if (0.0..=1.0).contains(&r) => r,
+                other => {
+                    return Err(user_error(
+                        "url_rule_params",
+                        "min_probability must be in [0.0, 1.0]",
+                        &super::scalars::describe(other),
+                    ))
+                }
+            }
+        } else {
+            DEFAULT_MIN_PROBABILITY
+        };
+        let Some(url) = text_arg(ctx, 0, "url_rule_params", "url")? else {
+            return Ok(None);
+        };
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        rule_params(&db, url, min)
+    })?;
+    Ok(())
+}

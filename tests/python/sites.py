@@ -1,0 +1,100 @@
+"""Synthetic sites for the learning features (docs/learning.md), shared by
+the tests and benches/learning.py. Deterministic for a seed; standard library
+only.
+
+- `param_crawl`: shops and forums whose URLs carry parameters, some of which
+  never change content (a print view, a sort order on an article, a reply
+  anchor, a session key, `start=0`) and some of which always do (article
+  ids, page numbers, search queries). Each row knows its content `group`, so
+  a replay can tell whether a URL brought new content.
+- `chrome_site`: short, distinct pages that share a large header and footer,
+  plus true near-copies of some of them (a few words changed).
+"""
+import random
+
+from crawl import SYLLABLES, article, near_copy, words
+
+HEADER = [
+    "Skip to main content", "Menu", "News | Opinion | Culture | Science | Sport | Travel | Podcasts | Archive",
+    "Today's weather: sunny spells in the morning, light rain later in the afternoon", "Home | Products | Blog | Support | About us", "Search this site",
+    "Sign in or create an account", "Free shipping on orders over 50 euros",
+    "This site uses cookies to improve your experience. Accept all / Reject",
+]
+FOOTER = [
+    "Back to top", "Subscribe to our newsletter for weekly offers and news",
+    "Privacy policy | Terms of use | Cookie settings | Contact", "Follow us on Mastodon and on our RSS feed",
+    "Copyright (c) 2024 the example company. All rights reserved.", "Made with care in a small town by the sea",
+    "Most read this week: the harbour festival, the new tram line, the library reopening",
+    "Related: more notes from the newsroom, letters to the editor, corrections and clarifications",
+]
+
+
+def _stamp(t):
+    return f"2024-03-{1 + t // 86400:02d} {t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+
+
+def param_crawl(n_articles=300, n_sites=4, seed=1):
+    """Rows (url, title, content, crawled, group) in crawl order. `group`
+    names the content: two rows of one group have the same text (a print view
+    adds a line of its own: a near-copy)."""
+    rng = random.Random(seed)
+    events = []
+    for s in range(n_sites):
+        site = f"https://shop{s}.example.com"
+        session = f"session_key={rng.getrandbits(40):010x}"
+        for i in range(n_articles // n_sites):
+            aid = 1000 * s + i
+            text = article(rng, 120)
+            group = f"a{aid}"
+            base = f"{site}/article?id={aid}"
+            variants = [(base, text)]
+            if rng.random() < 0.5:
+                variants.append((base + "&view=print", text + "\n\nPrinted from " + site))
+            if rng.random() < 0.4:
+                variants.append((base + "&sort=" + rng.choice(["asc", "desc"]), text))
+            if rng.random() < 0.3:
+                variants.append((base + f"&replytocom={rng.randrange(10**6)}", text))
+            if rng.random() < 0.3:
+                variants.append((base + "&" + session, text))
+            first = rng.random() < 0.85  # mostly the plain URL is found first
+            if not first:
+                rng.shuffle(variants)
+            t0 = rng.randrange(10**6)
+            for k, (url, body) in enumerate(variants):
+                events.append((t0 + k * rng.randrange(1, 5000), url, f"Article {aid}", body, group))
+        for p in range(1, n_articles // (4 * n_sites) + 2):
+            listing = article(rng, 60)
+            group = f"l{s}-{p}"
+            t0 = rng.randrange(10**6)
+            url = f"{site}/list?page={p}"
+            events.append((t0, url, f"List {p}", listing, group))
+            if rng.random() < 0.5:
+                events.append((t0 + 7, url + "&start=0", f"List {p}", listing, group))
+            if p == 1:
+                events.append((t0 + 11, f"{site}/list", "List 1", listing, group))
+        for q in range(n_articles // (3 * n_sites)):
+            term = "".join(rng.choice(SYLLABLES) for _ in range(3))
+            events.append((rng.randrange(10**6), f"{site}/search?q={term}", f"Search {term}",
+                           " ".join(words(rng, 80)), f"q{s}-{term}"))
+    events.sort(key=lambda e: e[0])
+    return [(url, title, text, _stamp(t), group) for t, url, title, text, group in events]
+
+
+def chrome_site(n_pages=40, n_copies=10, seed=1, domain="https://news.example.org"):
+    """Rows (url, title, content, crawled, group): `n_pages` short distinct
+    pages (25 words) wrapped in one site's large header and footer, and
+    `n_copies` true near-copies (one word changed) of the first pages. Rows of one group
+    are near-copies; different groups are different pages."""
+    rng = random.Random(seed)
+    rows = []
+    bodies = []
+    for i in range(n_pages):
+        body = " ".join(words(rng, 25))
+        bodies.append(body)
+        content = "\n".join(HEADER) + "\n\n" + body + "\n\n" + "\n".join(FOOTER)
+        rows.append((f"{domain}/notes/{i}", f"Note {i}", content, _stamp(10 * i), f"n{i}"))
+    for i in range(n_copies):
+        body = near_copy(rng, bodies[i], changes=1)
+        content = "\n".join(HEADER) + "\n\n" + body + "\n\n" + "\n".join(FOOTER)
+        rows.append((f"{domain}/notes/{i}-updated", f"Note {i}", content, _stamp(10 * n_pages + i), f"n{i}"))
+    return rows
