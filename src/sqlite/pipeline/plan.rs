@@ -86,22 +86,11 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         |r| r.get(0),
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
-    let mut seconds = Vec::with_capacity(PHASES.len());
-    for (i, (name, sql)) in PHASES.iter().enumerate() {
-        super::progress::phase(name.trim_end_matches(".sql"), i + 1, PHASES.len() + 1);
-        let start = std::time::Instant::now();
-        db.execute_batch(sql).map_err(|e| {
-            DedupError::new(match e {
-                // Our own messages already say what is wrong.
-                rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
-                other => format!("dedup: phase {name} failed: {other}"),
-            })
-        })?;
-        seconds.push((
-            name.trim_end_matches(".sql").to_string(),
-            start.elapsed().as_secs_f64(),
-        ));
-    }
+    let seconds = if s.url_rules > 0.0 {
+        crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db))??
+    } else {
+        run_phases(db)?
+    };
     let planned = Planned {
         run,
         table: source.table.clone(),
@@ -123,6 +112,27 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         ],
     )?;
     Ok(planned)
+}
+
+/// Runs the phase scripts in order; the seconds each took.
+fn run_phases(db: &Connection) -> Result<Vec<(String, f64)>, DedupError> {
+    let mut seconds = Vec::with_capacity(PHASES.len());
+    for (i, (name, sql)) in PHASES.iter().enumerate() {
+        super::progress::phase(name.trim_end_matches(".sql"), i + 1, PHASES.len() + 1);
+        let start = std::time::Instant::now();
+        db.execute_batch(sql).map_err(|e| {
+            DedupError::new(match e {
+                // Our own messages already say what is wrong.
+                rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
+                other => format!("dedup: phase {name} failed: {other}"),
+            })
+        })?;
+        seconds.push((
+            name.trim_end_matches(".sql").to_string(),
+            start.elapsed().as_secs_f64(),
+        ));
+    }
+    Ok(seconds)
 }
 
 /// The plan left by [`plan`] in this connection, if any.
