@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""The whole pipeline at scale: per-phase seconds, comparisons done and
-avoided by each filter, peak memory, the full-scan floor and the reference
-algorithm's time on the same databases, in one run.
+"""The whole pipeline at scale: per-phase seconds against the read and write
+floors, comparisons done and avoided by each filter, the scan on one thread
+and on all, peak memory and temp disk, and the reference algorithm's time on
+the same databases, in one run.
 
   cargo build --release --features loadable_extension
   /usr/bin/python3 -m pip install --break-system-packages levenshtein   # the reference's ratio
-  /usr/bin/python3 benches/pipeline.py [--sizes 5000,20000,100000] [--reference-max 20000] [--repeat 3]
-                                      [--modes window,lsh]
+  /usr/bin/python3 benches/pipeline.py [--sizes 5000,ref20k,20000,100000,1000000] [--reference-max 20000]
+                                      [--repeat 3] [--modes window,lsh] [--threads]
 
 Corpora are built once into bench-data/ (git-ignored) with the corpus builder
-(seed 7). The reference time is the independent Python model of the reference
+(seed 7; ref20k is the reference's timing corpus, seed 20240601). The reference time is the independent Python model of the reference
 (tests/python/reference_model.py) comparing every window pair with a full
 Levenshtein.ratio, as the reference does; it also gives the survivors our run
 must equal (on our canonical URLs). Sizes above --reference-max skip it.
@@ -31,7 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
-from corpora import DATA, corpus  # noqa: E402
+from corpora import DATA, corpus, pages  # noqa: E402
 
 PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES] + ["apply", "commit"]
 
@@ -51,12 +52,17 @@ def child(db, mode):
     start = time.perf_counter()
     conn.execute("SELECT dedup_plan(?)", (settings,)).fetchone()
     planned = time.perf_counter() - start
+    temp_mb = conn.execute("SELECT page_count * page_size FROM pragma_page_count('temp'), "
+                           "pragma_page_size('temp')").fetchone()[0] / 1e6
     stats = conn.execute("SELECT near_dups_stats()").fetchone()[0]
     lsh = conn.execute("SELECT (SELECT count(*) FROM _dedup_lsh_bands), "
                        "(SELECT count(*) FROM _dedup_lsh_pairs)").fetchone()  # not timed
     start = time.perf_counter()
     conn.execute("SELECT dedup_apply()").fetchone()
     total = planned + time.perf_counter() - start
+    # Peak memory of the run itself, before this script's own bookkeeping.
+    with open("/proc/self/status") as f:
+        run_peak_mb = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
     times = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])["seconds"]
     times["commit"] = max(total - sum(times.values()), 0.0)
     survivors = sorted(r[0] for r in conn.execute("SELECT rowid FROM pages"))
@@ -64,19 +70,24 @@ def child(db, mode):
     domains.update(conn.execute("SELECT dedup_rowid, url_domain(url) FROM dedup_removed"))
     near = [(r, s, domains.get(r), domains.get(s)) for r, s in
             conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_phase = 4")]
+    removed = [r for (r,) in conn.execute("SELECT dedup_rowid FROM dedup_removed")]
     print(json.dumps({"times": times, "stats": json.loads(stats) if stats else None,
-                      "survivors": survivors, "lsh": lsh, "near": near}))
+                      "survivors": survivors, "lsh": lsh, "near": near, "removed": removed,
+                      "temp_mb": temp_mb, "run_peak_mb": run_peak_mb}))
 
 
-def run_child(db, mode):
+def run_child(db, mode, threads=None):
+    env = dict(os.environ)
+    if threads:
+        env["DEDUP_THREADS"] = str(threads)
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db, "--modes", mode],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env=env)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         sys.exit(f"pipeline run failed on {db}")
     result = json.loads(out)
-    result["peak_mb"] = usage.ru_maxrss / 1024
+    result["peak_mb"] = result["run_peak_mb"]
     return result
 
 
@@ -87,6 +98,29 @@ def floor_scan(db):
         start = time.perf_counter()
         conn.execute("SELECT sum(length(parsed)) FROM pages").fetchone()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def floor_write(db, removed, repeat):
+    """The writes no implementation can avoid: the removed rows copied to an
+    archive table and deleted, in one transaction (fastest of `repeat`, each
+    on the untouched copy `db`)."""
+    best = float("inf")
+    for i in range(repeat):
+        path = db + f".floor{i}"
+        shutil.copy(db, path)
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("CREATE TEMP TABLE gone (id INTEGER PRIMARY KEY)")
+        conn.executemany("INSERT INTO gone VALUES (?)", [(r,) for r in removed])
+        start = time.perf_counter()
+        conn.execute("BEGIN")
+        conn.execute("CREATE TABLE archive AS SELECT * FROM pages WHERE 0")
+        conn.execute("INSERT INTO archive SELECT * FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
+        conn.execute("DELETE FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
+        conn.execute("COMMIT")
+        best = min(best, time.perf_counter() - start)
+        conn.close()
+        os.remove(path)
     return best
 
 
@@ -106,17 +140,20 @@ def reference(db):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="5000,20000,100000")
+    parser.add_argument("--sizes", default="5000,ref20k,20000,100000",
+                        help="builder corpora (seed 7) by size; ref20k is the reference's timing corpus")
     parser.add_argument("--reference-max", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the fastest is shown")
     parser.add_argument("--modes", default="window,lsh")
     parser.add_argument("--child")
+    parser.add_argument("--threads", action="store_true",
+                        help="also time the window scan on one thread (DEDUP_THREADS=1)")
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.modes)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [s if s == "ref20k" else int(s) for s in args.sizes.split(",")]
     modes = args.modes.split(",")
-    rows, lsh_rows = [], []
+    rows, lsh_rows, floors, threads = [], [], [], []
     for n in sizes:
         best = {}
         for mode in modes:
@@ -128,19 +165,55 @@ def main():
             floor = min(f for f, _ in runs)
             best[mode] = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
             assert all(r["survivors"] == best[mode]["survivors"] for _, r in runs)
+        write = floor_write(fresh_copy(n, "floor"), best[modes[0]]["removed"], args.repeat)
+        floors.append((n, floor, write, best))
+        if "window" in best and args.threads:
+            one = min((run_child(fresh_copy(n, "ours"), "window", threads=1) for _ in range(args.repeat)),
+                      key=lambda r: r["times"]["04_near_dups"])
+            threads.append((n, one, best["window"]))
         if "window" in best:
-            ref = reference(fresh_copy(n, "ref")) if n <= args.reference_max else None
+            ref = reference(fresh_copy(n, "ref")) if pages(n) <= args.reference_max else None
             rows.append((n, floor, best["window"], ref))
         if "lsh" in best:
             lsh_rows.append((n, floor, best["lsh"], best.get("window")))
-        for tag in ("ours", "ref"):
+        for tag in ("ours", "ref", "floor"):
             path = os.path.join(DATA, f"run-{n}-{tag}.db")
             if os.path.exists(path):
                 os.remove(path)
+    if floors:
+        report_floors(floors, args.repeat)
+    if threads:
+        report_threads(threads)
     if rows:
         report_window(rows, args.repeat)
     if lsh_rows:
         report_lsh(lsh_rows, args.repeat)
+
+
+def report_floors(floors, repeat):
+    print("## Against the floor: what no implementation can avoid, measured on the same database in the same run\n")
+    print("Read floor: `SELECT sum(length(parsed)) FROM pages` (every text read once). Write floor: the rows "
+          "the run removes copied into an archive table and deleted, one transaction "
+          "(`INSERT INTO archive SELECT * ... WHERE rowid IN (removed)`, `DELETE ...`, `COMMIT`). "
+          f"Pipeline: dedup_plan + dedup_apply, default settings, fastest of {repeat}.\n")
+    print("| pages | mode | pipeline s | read floor s | write floor s | pipeline / (read + write) "
+          "| s per 1,000 pages | peak RSS MB | temp MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n, read, write, best in floors:
+        for mode, r in best.items():
+            total = sum(r["times"].values())
+            print(f"| {n} | {mode} | {total:.2f} | {read:.2f} | {write:.2f} | {total / (read + write):.2f}x | "
+                  f"{total / pages(n) * 1000:.3f} | {r['peak_mb']:.0f} | {r['temp_mb']:.0f} |")
+
+
+def report_threads(threads):
+    print("\n## Near-duplicate scan (phase 04): one thread against the default pool (every core), window mode\n")
+    print("| pages | 1 thread s | default s | speed-up | same survivors |")
+    print("|---|---|---|---|---|")
+    for n, one, best in threads:
+        a, b = one["times"]["04_near_dups"], best["times"]["04_near_dups"]
+        print(f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f}x | {'yes' if one['survivors'] == best['survivors'] else 'NO'} |")
+    print()
 
 
 def report_window(rows, repeat):
