@@ -80,14 +80,7 @@ impl UrlParts {
         {
             return None;
         }
-        let mut pairs: Vec<(String, String)> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| match p.split_once('=') {
-                Some((k, v)) => (k.to_string(), v.to_string()),
-                None => (p.to_string(), String::new()),
-            })
-            .collect();
+        let mut pairs: Vec<(String, String)> = query_pairs(query).collect();
         pairs.sort();
         let mut query = Vec::with_capacity(pairs.len());
         let mut i = 0;
@@ -106,6 +99,15 @@ impl UrlParts {
             path,
             query,
         })
+    }
+
+    /// Parts from a domain, a path and a query key ([`UrlParts::query_key`]).
+    pub fn from_key(domain: &str, path: &str, key: &str) -> UrlParts {
+        UrlParts {
+            domain: domain.to_string(),
+            path: path.to_string(),
+            query: query_pairs(key).collect(),
+        }
     }
 
     /// The URL as the rules see it: domain, path and query key
@@ -137,6 +139,18 @@ impl UrlParts {
     pub fn query_key_without(&self, name: &str) -> String {
         query_key(self.query.iter().filter(|(k, _)| k != name))
     }
+}
+
+/// The `name=value` pairs of a query (`&`-separated; a name without `=` has
+/// an empty value), in order.
+fn query_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (p.to_string(), String::new()),
+        })
 }
 
 /// `name=value` pairs joined by `&` (in the order given).

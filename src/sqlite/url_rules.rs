@@ -75,23 +75,6 @@ fn rule_parts(url: &str, opts: &UrlOptions) -> Option<(String, UrlParts, String)
     Some((parts.key(), parts, canonical))
 }
 
-/// A query key (`a=1&b=2`) back into parts of `domain` and `path`.
-fn parts_from_key(domain: &str, path: &str, key: &str) -> UrlParts {
-    let query = key
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => (p.to_string(), String::new()),
-        })
-        .collect();
-    UrlParts {
-        domain: domain.to_string(),
-        path: path.to_string(),
-        query,
-    }
-}
-
 /// A signature as kept: the low 16 bits of each MinHash value.
 fn short_signature(sig: &[u32]) -> Vec<u16> {
     sig.iter().map(|v| *v as u16).collect()
@@ -343,7 +326,11 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             let mut earlier = same_path
                 .query_map(params![parts.domain, parts.path, MAX_COMPARED], |r| {
                     Ok(Seen {
-                        parts: parts_from_key(&parts.domain, &parts.path, &r.get::<_, String>(0)?),
+                        parts: UrlParts::from_key(
+                            &parts.domain,
+                            &parts.path,
+                            &r.get::<_, String>(0)?,
+                        ),
                         content_hash: r.get(1)?,
                         grp: r.get(2)?,
                         signature: r
