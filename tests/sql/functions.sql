@@ -28,3 +28,7 @@ create temp table p(a, b);
 insert into p values (10, 30);
 select '22', (select group_concat(id || '>' || survivor) from near_dups_among('t', 'p', 0.8)) = '10>30';
 select '23', (select count(*) from near_dups('t', 0.8, 1)) = 0;
+select '24', (select group_concat(position || ':' || segment, ',') from segments('Menu' || char(13, 10) || '  Body text ' || char(10, 10) || 'Back to top')) = '1:Menu,2:Body text,3:Back to top';
+select '25', (select hash from segments('Back  to TOP')) = 3375702861845214564;
+select '26', strip_segments('Menu' || char(10) || 'Body', json_array((select hash from segments('menu')))) = 'Body' and strip_segments('Body', '[]') = 'Body';
+select '27', dupe_probability('https://nothing-learned.example/?a=1') is null and url_rule_params('https://nothing-learned.example/?a=1') is null;
