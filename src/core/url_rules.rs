@@ -8,7 +8,8 @@
 //!
 //! | rule | domain | path | param | value | a pair of fetches … |
 //! |---|---|---|---|---|---|
-//! | refetch | d | – | – | – | … of one canonical URL (its page does not change) |
+//! | refetch | d | – | – | – | … of one URL, again (its page does not change) |
+//! | variant | d | `*` | – | – | … of two forms of one canonical URL |
 //! | path | d | path | – | – | … of two URLs of one path (the query never matters) |
 //! | param | d, or `*` (any domain) | – | p | – | … of two URLs that differ only in `p` (changed, added or removed) |
 //! | path param | d | path | p | – | … same, on this path |
@@ -17,9 +18,10 @@
 //! | path value | d | path | p | v | … same, on this path |
 //!
 //! The rules of MaybeDont, keyed by domain (its parameter and value rules
-//! are global: our `*` rules), plus the refetch rule: how often fetching a
-//! URL again (as canonicalized: tracking parameters, fragments, … dropped)
-//! brought the same content.
+//! are global: our `*` rules), plus two of ours: how often fetching a URL
+//! again brought the same content (refetch), and how often another form of
+//! it (as canonicalized: tracking parameters, fragments, … dropped) did
+//! (variant).
 //!
 //! ```
 //! use dedup::core::url_rules::{UrlParts, evidence, RuleKey};
@@ -206,6 +208,13 @@ pub fn evidence(a: &UrlParts, b: &UrlParts) -> Vec<RuleKey> {
         keys.extend(param_rules(a, &param, added.as_deref()));
     }
     keys
+}
+
+/// The key of the variant rule of `domain`: another form of a fetched URL
+/// (scheme, `www.`, tracking parameters, fragment, parameter order) brings
+/// the same content. Its path is `*`, which no real path is.
+pub fn variant_rule(domain: &str) -> RuleKey {
+    RuleKey::new(domain, Some("*"), None, None)
 }
 
 /// The key of the refetch rule of `domain`.

@@ -23,8 +23,8 @@ use crate::core::hash::sha1_hex;
 use crate::core::sketch::{MinHasher, Shingling};
 use crate::core::url::{canonicalize, UrlOptions};
 use crate::core::url_rules::{
-    jaccard_at_least, only_difference, param_rules, probability, refetch_rule, RuleKey, UrlParts,
-    ANY_DOMAIN,
+    jaccard_at_least, only_difference, param_rules, probability, refetch_rule, variant_rule,
+    RuleKey, UrlParts, ANY_DOMAIN,
 };
 
 /// Pairs of one path compared per new URL: the most recent ones.
@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS main.dedup_url_rules (
 CREATE INDEX IF NOT EXISTS main.dedup_url_rules_key ON dedup_url_rules (domain, path, param, value);
 CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
   url TEXT PRIMARY KEY, domain TEXT NOT NULL, path TEXT NOT NULL, query TEXT NOT NULL,
-  content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL);
+  content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL, raw TEXT);
 CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
 CREATE INDEX IF NOT EXISTS main.dedup_url_seen_query ON dedup_url_seen (domain, path, query);
 CREATE TABLE IF NOT EXISTS main.dedup_url_params (
@@ -223,18 +223,19 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
            FROM temp._dedup_archive WHERE archive_rowid > ?2)
          ORDER BY crawled IS NULL, crawled, kind, id",
     )?;
-    let mut is_seen =
-        db.prepare("SELECT content_hash, grp, signature FROM main.dedup_url_seen WHERE url = ?1")?;
+    let mut is_seen = db.prepare(
+        "SELECT content_hash, grp, signature, raw FROM main.dedup_url_seen WHERE url = ?1",
+    )?;
     let mut refetched = db.prepare(
-        "UPDATE main.dedup_url_seen SET content_hash = ?2, grp = ?3, signature = ?4 WHERE url = ?1",
+        "UPDATE main.dedup_url_seen SET content_hash = ?2, grp = ?3, signature = ?4, raw = ?5 WHERE url = ?1",
     )?;
     let mut same_path = db.prepare(
         "SELECT query, content_hash, grp, signature FROM main.dedup_url_seen
          WHERE domain = ?1 AND path = ?2 ORDER BY seen DESC LIMIT ?3",
     )?;
     let mut add_seen = db.prepare(
-        "INSERT INTO main.dedup_url_seen (url, domain, path, query, content_hash, grp, signature, seen)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO main.dedup_url_seen (url, domain, path, query, content_hash, grp, signature, seen, raw)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut add_param = db.prepare(
         "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -255,16 +256,17 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             learned.unparseable += 1;
             continue;
         };
-        let before: Option<Seen> = is_seen
+        let before: Option<(Seen, Option<String>)> = is_seen
             .query_row([&canonical], |r| {
-                Ok(Seen {
+                let seen = Seen {
                     parts: parts.clone(),
                     content_hash: r.get(0)?,
                     grp: r.get(1)?,
                     signature: r
                         .get::<_, Option<Vec<u8>>>(2)?
                         .map(|b| signature_values(&b)),
-                })
+                };
+                Ok((seen, r.get(3)?))
             })
             .optional()?;
         // The text compared: parsed, else title and content as they are (the
@@ -300,18 +302,24 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             signature,
         };
         let key = (parts.domain.clone(), parts.path.clone());
-        if let Some(earlier) = before {
-            // Fetched again: evidence for the refetch rule; the URL's
-            // content is now the latest.
+        if let Some((earlier, raw)) = before {
+            // Fetched again: the same URL (the refetch rule) or another
+            // form of it (the variant rule); its content is now the latest.
             let dup = item.same_content(&earlier) as i64;
-            let c = counts.entry(refetch_rule(&parts.domain)).or_insert((0, 0));
+            let rule = if raw.as_deref() == Some(url.as_str()) {
+                refetch_rule(&parts.domain)
+            } else {
+                variant_rule(&parts.domain)
+            };
+            let c = counts.entry(rule).or_insert((0, 0));
             c.0 += 1;
             c.1 += dup;
             refetched.execute(params![
                 canonical,
                 item.content_hash,
                 item.grp,
-                item.signature.as_deref().map(signature_blob)
+                item.signature.as_deref().map(signature_blob),
+                url
             ])?;
             if let Some(cached) = paths
                 .get_mut(&key)
@@ -383,7 +391,8 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             item.content_hash,
             item.grp,
             item.signature.as_deref().map(signature_blob),
-            next_seen
+            next_seen,
+            url
         ])?;
         next_seen += 1;
         for (param, value) in &parts.query {
@@ -485,7 +494,8 @@ fn unless_no_model<T>(result: Result<Option<T>>) -> Result<Option<T>> {
 }
 
 /// The probability that fetching `url` brings no new content: when its
-/// canonical form was already fetched, its domain's refetch rule; else the
+/// canonical form was already fetched, its domain's refetch rule (the same
+/// URL) or variant rule (another form of it); else the
 /// highest probability of the rules that apply to it (as MaybeDont's `get_dupe_prob`: a parameter rule
 /// applies when a URL differing only in that parameter was fetched); `None`
 /// when no rule applies.
@@ -493,16 +503,17 @@ fn dupe_probability(db: &Connection, url: &str) -> Result<Option<f64>> {
     let Some((key, parts, _)) = rule_parts(url, &rule_options()) else {
         return Ok(None);
     };
-    unless_no_model(probability_of(db, &key, &parts))
+    unless_no_model(probability_of(db, url, &key, &parts))
 }
 
-fn probability_of(db: &Connection, canonical: &str, parts: &UrlParts) -> Result<Option<f64>> {
+fn probability_of(db: &Connection, url: &str, key: &str, parts: &UrlParts) -> Result<Option<f64>> {
     let (d, path) = (parts.domain.as_str(), parts.path.as_str());
-    let (fetched, on_path): (bool, bool) = db.query_row(
+    let (fetched, raw, on_path): (bool, Option<String>, bool) = db.query_row(
         "SELECT EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE url = ?1),
+                (SELECT raw FROM main.dedup_url_seen WHERE url = ?1),
                 EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE domain = ?2 AND path = ?3)",
-        params![canonical, d, path],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        params![key, d, path],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
     let mut rule = db.prepare(
         "SELECT probability FROM main.dedup_url_rules
@@ -515,9 +526,14 @@ fn probability_of(db: &Connection, canonical: &str, parts: &UrlParts) -> Result<
             .flatten())
     };
     if fetched {
-        // Fetched before (as canonicalized): how often its domain's pages
-        // come back unchanged.
-        return lookup(&refetch_rule(d));
+        // Fetched before as canonicalized: how often its domain's pages come
+        // back unchanged (this very URL), or how often another form of a
+        // fetched URL brought the same content.
+        return if raw.as_deref() == Some(url) {
+            lookup(&refetch_rule(d))
+        } else {
+            lookup(&variant_rule(d))
+        };
     }
     if !on_path {
         // No URL of this path was fetched: no rule of the page can apply.

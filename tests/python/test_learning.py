@@ -70,15 +70,20 @@ def test_rules_counted_by_hand(tmp_path):
         ("*", None, "a", None): (1, 0), (d, None, "a", None): (1, 0), (d, "/p", "a", None): (1, 0),
         (d, "/p?", "a", None): (1, 0),
     }
-    # Fetched again, as canonicalized (a tracking parameter, a fragment):
-    # the refetch rule of the domain, once with the same content, once not.
+    # Other forms of fetched URLs (a tracking parameter, a fragment): the
+    # variant rule of the domain, once with the same content, once not.
     conn.execute("INSERT INTO pages VALUES ('https://shop.example/p?a=1&utm_source=x', 'P', ?, '2024-01-02')",
                  (TEXT_A,))
     conn.execute("INSERT INTO pages VALUES ('https://shop.example/p?a=2#top', 'P', ?, '2024-01-03')", (TEXT_A,))
     report = conn.execute("SELECT dedup_learn_url_rules()").fetchone()[0]
     assert report.startswith("learned from 0 new URL(s) (2 already seen")
-    assert rules(conn)[(d, None, None, None)] == (2, 1)
-    assert len(rules(conn)) == 13
+    assert rules(conn)[(d, "*", None, None)] == (2, 1)
+    # The same URL fetched again: the refetch rule (its content is the one
+    # last fetched under that canonical URL: TEXT_A).
+    conn.execute("INSERT INTO pages VALUES ('https://shop.example/p?a=2#top', 'P', ?, '2024-01-04')", (TEXT_A,))
+    conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+    assert rules(conn)[(d, None, None, None)] == (1, 1)
+    assert len(rules(conn)) == 14
     # Below 5 observations nothing is known yet (MaybeDont's rule).
     assert {p for (p,) in conn.execute("SELECT DISTINCT probability FROM dedup_url_rules")} == {0.0}
 
@@ -156,13 +161,14 @@ def test_dupe_probability(tmp_path):
     learn(conn)
     first = conn.execute("SELECT url FROM pages WHERE url LIKE '%shop0%article?id=%' LIMIT 1").fetchone()[0]
     one = lambda u: conn.execute("SELECT dupe_probability(?)", (u,)).fetchone()[0]
-    # Already fetched (as canonicalized: tracking parameters dropped): the
-    # domain's refetch rule (the replayed crawl fetched no URL twice).
+    # Already fetched: the domain's refetch rule; another form of it (a
+    # tracking parameter): its variant rule (the replayed crawl has neither).
     assert one(first) is None
     assert one(first + "&utm_source=feed") is None
-    conn.execute("INSERT INTO dedup_url_rules (domain, observations, duplicates, probability) "
-                 "VALUES ('shop0.example.com', 10, 10, 0.76)")
+    conn.execute("INSERT INTO dedup_url_rules (domain, path, observations, duplicates, probability) "
+                 "VALUES ('shop0.example.com', '*', 10, 10, 0.76), ('shop0.example.com', NULL, 10, 5, 0.1)")
     assert one(first + "&utm_source=feed") == 0.76
+    assert one(first) == 0.1
     # A new print view of a fetched article: the best applicable rule.
     first = conn.execute(
         "SELECT 'https://' || s.url FROM dedup_url_seen AS s WHERE s.domain = 'shop0.example.com' "
