@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from pipeline import ROOT, connect, copy_corpus
+from pipeline import EXTENSION, ROOT, connect, copy_corpus
 from sites import chrome_site, param_crawl
 
 LEARN = os.path.join(ROOT, "sql", "learn_url_rules.sql")
@@ -272,6 +272,33 @@ def test_dedup_segments_counts_pages_per_domain(tmp_path):
     assert got[("other.example", python_hash("Back to top"))] == (1, 1)
     body = rows[0][2].split("\n\n")[1]
     assert got[("news.example.org", python_hash(body))] == (1, 1)
+    # Rebuilt, not added to.
+    with open(SEGMENTS) as f:
+        conn.executescript(f.read())
+    again = {(d, h): (p, t) for d, h, p, t in conn.execute("SELECT domain, hash, pages, titles FROM dedup_segments")}
+    assert again == got
+
+
+def test_learn_segments_failing_midway_keeps_the_last_counts(tmp_path):
+    """The script in the sqlite3 shell without -bail and in Python's
+    executescript: when its insert fails, dedup_segments is as before."""
+    import subprocess
+    conn = crawl_db(tmp_path, chrome_site(n_pages=6, n_copies=0))
+    with open(SEGMENTS) as f:
+        script = f.read()
+    conn.executescript(script)
+    before = sorted(conn.execute("SELECT * FROM dedup_segments"))
+    assert before
+    conn.execute("ALTER TABLE pages DROP COLUMN title")  # the insert now fails
+    with pytest.raises(sqlite3.OperationalError, match="no such column: title"):
+        conn.executescript(script)
+    assert sorted(conn.execute("SELECT * FROM dedup_segments")) == before
+    conn.close()
+    path = os.path.join(str(tmp_path), "crawl.db")
+    out = subprocess.run(["sqlite3", path], input=f".load {EXTENSION}\n{script}", capture_output=True, text=True)
+    assert "no such column: title" in out.stderr
+    check = sqlite3.connect(path)
+    assert sorted(check.execute("SELECT * FROM dedup_segments")) == before
 
 
 def test_boilerplate_strip_on_a_site_of_short_pages(tmp_path):
