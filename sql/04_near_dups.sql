@@ -2,7 +2,7 @@
 --   'window' (default, the reference): each row against the next distance - 1
 --            rows in URL order, with near_dups;
 --   'lsh':   each row against every later row (URL order) that shares a
---            MinHash LSH band key with it, with near_dups_among: the same
+--            MinHash LSH band and key with it, with near_dups_among: the same
 --            election as an unbounded window, restricted to candidate pairs,
 --            each verified by lev_ratio (no false positives).
 -- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
@@ -102,12 +102,11 @@ SELECT i.pos, i.id, i.rank,
 FROM _dedup_near_input AS i;
 
 -- 'lsh' mode: band keys of every row's signature (char 5-grams,
--- lsh_bands * lsh_rows permutations); rows sharing a key are candidates.
--- Only the keys are kept: memory and temp storage hold the band table, not
--- the texts. The pairs are a view: near_dups_among reads the self-join as
--- it runs (a pair sharing several bands comes once per band; it is
--- compared once).
-DROP VIEW IF EXISTS temp._dedup_lsh_pairs;
+-- lsh_bands * lsh_rows permutations); rows sharing a band and key are
+-- candidates. Only the keys are kept: memory and temp storage hold the band
+-- table, not the texts. near_dups_among groups the rows by shared key and
+-- generates each row's candidates as the scan reaches it (a pair sharing
+-- several bands is compared once), so the pairs are never all held.
 DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
 INSERT INTO _dedup_lsh_bands
@@ -116,14 +115,6 @@ FROM _dedup_run AS r
 JOIN _dedup_near_texts AS t
 JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh';
-CREATE INDEX temp._dedup_lsh_bands_key ON _dedup_lsh_bands (band, key, id);
--- (Keys of one row only are skipped in one ordered pass of the index
--- first, so the join probes only shared keys.)
-CREATE TEMP VIEW _dedup_lsh_pairs AS
-SELECT x.id AS a, y.id AS b
-FROM (SELECT band, key FROM _dedup_lsh_bands GROUP BY band, key HAVING count(*) > 1) AS s
-JOIN _dedup_lsh_bands AS x ON x.band = s.band AND x.key = s.key
-JOIN _dedup_lsh_bands AS y ON y.band = s.band AND y.key = s.key AND y.id > x.id;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
@@ -132,5 +123,5 @@ FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1
 WHERE r.near_mode = 'window'
 UNION ALL
 SELECT n.id, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups_among('_dedup_near_texts', '_dedup_lsh_pairs', r.threshold) AS n
+FROM _dedup_run AS r, near_dups_among('_dedup_near_texts', '_dedup_lsh_bands', r.threshold) AS n
 WHERE r.near_mode = 'lsh';

@@ -390,6 +390,27 @@ fn near_dups_among_elects_over_candidate_pairs_whatever_their_distance() {
         rows("SELECT * FROM near_dups_among('t', 'all_pairs', 0.8)"),
         rows("SELECT * FROM near_dups('t', 0.8, 1000)")
     );
+    // Keys: rows sharing a band and key pair up (20 and 30 share key 5 in
+    // different bands only); one key for every row is every pair again.
+    db.execute_batch(
+        "CREATE TABLE k(band, key, id);
+         INSERT INTO k VALUES (0, 7, 10), (0, 7, 40), (1, 7, 40), (1, 7, 10), (0, 5, 20), (1, 5, 30),
+                              (2, 9, 50), (2, 8, 10);
+         CREATE TABLE one_key AS SELECT 0 AS band, 1 AS key, id FROM t;",
+    )
+    .unwrap();
+    assert_eq!(
+        rows("SELECT * FROM near_dups_among('t', 'k', 0.8)"),
+        vec![(10, 40, 10, r)]
+    );
+    assert_eq!(
+        one::<String>(&db, "SELECT near_dups_stats()").unwrap(),
+        r#"{"rows":5,"pairs":1,"rejected_by_length":0,"rejected_by_histogram":0,"levenshtein":1,"matches":1}"#
+    );
+    assert_eq!(
+        rows("SELECT * FROM near_dups_among('t', 'one_key', 0.5)"),
+        rows("SELECT * FROM near_dups('t', 0.5, 1000)")
+    );
 }
 
 #[test]
@@ -399,6 +420,8 @@ fn near_dups_among_errors() {
         "CREATE TABLE t(pos, id, text, rank); INSERT INTO t VALUES (1, 1, 'a', 0), (2, 2, 'b', 0);
          CREATE TABLE p(a, b); INSERT INTO p VALUES (1, 3);
          CREATE TABLE q(a, c);
+         CREATE TABLE kx(band, key, id); INSERT INTO kx VALUES (0, 1, 1), (0, 1, 3);
+         CREATE TABLE ky(band, key, id); INSERT INTO ky VALUES (0, 'k', 1);
          CREATE TABLE n(a, b); INSERT INTO n VALUES (1, NULL);
          CREATE TABLE d(pos, id, text, rank); INSERT INTO d VALUES (1, 1, 'a', 0), (2, 1, 'b', 0);",
     )
@@ -408,7 +431,9 @@ fn near_dups_among_errors() {
         ("SELECT * FROM near_dups_among('t', 'p', 'x')", "near_dups_among: threshold must be a number in [0.0, 1.0], got text 'x'"),
         ("SELECT * FROM near_dups_among('t')", "near_dups_among: pairs table or view name is required, got no argument"),
         ("SELECT * FROM near_dups_among('t', 'nope')", "near_dups_among: pairs must be the name of a table or view, got 'nope'"),
-        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among: pairs must have columns a, b (missing b), got 'q'"),
+        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among: pairs must have columns a, b (pairs) or band, key, id (keys), got 'q' with columns a, c"),
+        ("SELECT * FROM near_dups_among('t', 'kx')", "near_dups_among: pairs in 'kx' must join ids of 't', got id 3"),
+        ("SELECT * FROM near_dups_among('t', 'ky')", "near_dups_among: key in 'ky' must be an integer, got text 'k'"),
         ("SELECT * FROM near_dups_among('p', 't')", "near_dups_among: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'p'"),
         ("SELECT * FROM near_dups_among('t', 'p')", "near_dups_among: pairs in 'p' must join ids of 't', got id 3"),
         ("SELECT * FROM near_dups_among('t', 'n')", "near_dups_among: b in 'n' must be an integer, got NULL"),

@@ -426,8 +426,9 @@ fn random_calls_within_the_budget() {
 /// The table-valued functions on random inputs.
 fn tables(db: &Connection, rng: &mut Rng, failures: &mut Vec<String>) {
     db.execute_batch(
-        "DROP TABLE IF EXISTS t; DROP TABLE IF EXISTS p;
-         CREATE TABLE t (pos, id, text, rank); CREATE TABLE p (a, b);",
+        "DROP TABLE IF EXISTS t; DROP TABLE IF EXISTS p; DROP TABLE IF EXISTS k;
+         CREATE TABLE t (pos, id, text, rank); CREATE TABLE p (a, b);
+         CREATE TABLE k (band, key, id);",
     )
     .unwrap();
     let rows = rng.below(30);
@@ -453,6 +454,16 @@ fn tables(db: &Connection, rng: &mut Rng, failures: &mut Vec<String>) {
                 rusqlite::params![rng.below(rows + 2) as i64, rng.below(rows + 2) as i64],
             )
             .unwrap();
+            let key = if rng.below(30) == 0 {
+                value(rng)
+            } else {
+                Value::Integer(rng.below(3) as i64)
+            };
+            db.execute(
+                "INSERT INTO k VALUES (?1, ?2, ?3)",
+                rusqlite::params![rng.below(2) as i64, key, rng.below(rows + 2) as i64],
+            )
+            .unwrap();
         }
     }
     let threshold = value(rng);
@@ -466,6 +477,11 @@ fn tables(db: &Connection, rng: &mut Rng, failures: &mut Vec<String>) {
         (
             "near_dups_among",
             "SELECT count(*) FROM near_dups_among('t', 'p', ?1)",
+            vec![threshold.clone()],
+        ),
+        (
+            "near_dups_among",
+            "SELECT count(*) FROM near_dups_among('t', 'k', ?1)",
             vec![threshold.clone()],
         ),
         (

@@ -146,7 +146,8 @@ def run_lsh(tmp_path, **settings):
     P.set_settings(conn, near_mode="lsh", **settings)
     seen = {}
     P.run_phases(conn, before={"05_domains.sql": lambda c: seen.update(
-        pairs=set(c.execute("SELECT a, b FROM _dedup_lsh_pairs")))})
+        pairs=set(c.execute("SELECT DISTINCT x.id, y.id FROM _dedup_lsh_bands AS x JOIN _dedup_lsh_bands AS y "
+                            "ON y.band = x.band AND y.key = x.key AND y.id > x.id")))})
     return conn, seen["pairs"]
 
 

@@ -98,18 +98,7 @@ pub(crate) fn require_columns(
     table: &str,
     columns: &[&str],
 ) -> Result<()> {
-    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
-    let have: Vec<String> = stmt
-        .query_map([table], |r| r.get(0))?
-        .collect::<Result<_>>()?;
-    let got = format!("'{table}'");
-    if have.is_empty() {
-        return Err(error(
-            name,
-            &format!("{what} must be the name of a table or view"),
-            &got,
-        ));
-    }
+    let have = table_columns(db, name, what, table)?;
     let missing: Vec<&str> = columns
         .iter()
         .copied()
@@ -123,10 +112,32 @@ pub(crate) fn require_columns(
                 columns.join(", "),
                 missing.join(", ")
             ),
-            &got,
+            &format!("'{table}'"),
         ));
     }
     Ok(())
+}
+
+/// The lowercased column names of table or view `table`, or an error
+/// saying that `what` must name one.
+pub(crate) fn table_columns(
+    db: &Connection,
+    name: &str,
+    what: &str,
+    table: &str,
+) -> Result<Vec<String>> {
+    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
+    let have: Vec<String> = stmt
+        .query_map([table], |r| r.get(0))?
+        .collect::<Result<_>>()?;
+    if have.is_empty() {
+        return Err(error(
+            name,
+            &format!("{what} must be the name of a table or view"),
+            &format!("'{table}'"),
+        ));
+    }
+    Ok(have)
 }
 
 /// A `text` column value: `Some` for TEXT, `None` for NULL (a placeholder),

@@ -1,13 +1,16 @@
 //! `near_dups_among(input, pairs [, threshold])`: the window scan's election
-//! over candidate pairs (e.g. rows sharing an LSH band key) instead of a
-//! window, so near-duplicates are found however far apart they sort.
+//! over candidate pairs instead of a window, so near-duplicates are found
+//! however far apart they sort.
 //!
 //! `input` has the columns of `near_dups`' input (`pos`, `id`, `text`,
-//! `rank`; `pos` and `id` unique integers); `pairs` has columns `a` and `b`,
-//! ids of `input` rows. Rows are scanned in `pos` order and each live row is
-//! compared with the later live rows a pair joins it to; texts are read one
-//! group at a time (`WHERE pos = ?`, so index `pos`). Output columns are
-//! `near_dups`' (see [`crate::core::near_dups::scan_pairs`]).
+//! `rank`; `pos` and `id` unique integers). `pairs` has either columns `a`
+//! and `b` (ids of `input` rows: listed pairs) or columns `band`, `key` and
+//! `id` (rows sharing a `band` and `key` are candidates, e.g. the rows of
+//! `lsh_bands`: the pairs are generated as the scan reaches each row, never
+//! all held). Rows are scanned in `pos` order and each live row is compared
+//! with its later live candidates; texts are read one group at a time
+//! (`WHERE pos = ?`, so index `pos`). Output columns are `near_dups`' (see
+//! [`crate::core::near_dups::scan_pairs`]).
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -18,16 +21,20 @@ use rusqlite::{Connection, Error, Result};
 use super::near_dups::INPUT_COLUMNS;
 use super::scan_table::{self, LastScan, Scan};
 use super::{
-    error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
+    error, quote_identifier, require_columns, table_argument, table_columns, text_value,
+    threshold_argument,
 };
-use crate::core::near_dups::{scan_pairs, validate, Candidates, Removal, ScanStats};
+use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder};
+use crate::core::near_dups::{scan_pairs, validate, Removal, ScanStats};
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups_among";
-/// Columns the pairs table or view must have.
+/// Columns of a table or view of listed pairs.
 const PAIR_COLUMNS: [&str; 2] = ["a", "b"];
+/// Columns of a table or view of keys (rows sharing `band` and `key` pair up).
+const KEY_COLUMNS: [&str; 3] = ["band", "key", "id"];
 
 /// Registers the eponymous table-valued function `near_dups_among`; its
 /// counters go to `last` (read by `near_dups_stats()`).
@@ -49,37 +56,63 @@ impl Scan for PairScan {
         let threshold = threshold_argument(NAME, args[2])?;
         validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
-        require_columns(db, NAME, "pairs", &pairs, &PAIR_COLUMNS)?;
+        let columns = table_columns(db, NAME, "pairs", &pairs)?;
+        let has = |names: &[&str]| names.iter().all(|n| columns.iter().any(|c| c == n));
+        let (keyed, listed) = (has(&KEY_COLUMNS), has(&PAIR_COLUMNS));
+        if !keyed && !listed {
+            return Err(error(
+                NAME,
+                "pairs must have columns a, b (pairs) or band, key, id (keys)",
+                &format!("'{pairs}' with columns {}", columns.join(", ")),
+            ));
+        }
         let (rows, positions, index) = read_rows(db, &input)?;
-        let candidates = read_pairs(db, &pairs, &input, &index)?;
-        let sql = format!(
-            "SELECT text FROM {} WHERE pos = ?1",
-            quote_identifier(&input)
-        );
-        let mut text = db.prepare(&sql)?;
-        // Safety: the connection runs this scan on this thread.
-        let mut poll = unsafe { InterruptPoll::new(db.handle()) };
-        progress::total(rows.len() as u64);
-        let mut furthest = 0usize;
-        scan_pairs(
-            &rows,
-            candidates,
-            threshold,
-            |k| {
-                if k > furthest + 255 {
-                    furthest = k;
-                    progress::done(k as u64);
-                }
-                let mut found = text.query([positions[k]])?;
-                match found.next()? {
-                    Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
-                    // The row left the input since it was listed: nothing to compare.
-                    None => Ok(None),
-                }
-            },
-            &mut || poll.interrupted(),
-        )
+        if listed {
+            let candidates = read_pairs(db, &pairs, &input, &index)?;
+            scan(db, &input, &rows, &positions, candidates, threshold)
+        } else {
+            let candidates = read_keys(db, &pairs, &input, &index)?;
+            scan(db, &input, &rows, &positions, candidates, threshold)
+        }
     }
+}
+
+/// The election over `candidates`, reading texts from `input` by `pos`.
+fn scan(
+    db: &Connection,
+    input: &str,
+    rows: &[(i64, i64)],
+    positions: &[i64],
+    candidates: impl Candidates,
+    threshold: f64,
+) -> Result<(Vec<Removal>, ScanStats)> {
+    let sql = format!(
+        "SELECT text FROM {} WHERE pos = ?1",
+        quote_identifier(input)
+    );
+    let mut text = db.prepare(&sql)?;
+    // Safety: the connection runs this scan on this thread.
+    let mut poll = unsafe { InterruptPoll::new(db.handle()) };
+    progress::total(rows.len() as u64);
+    let mut furthest = 0usize;
+    scan_pairs(
+        rows,
+        candidates,
+        threshold,
+        |k| {
+            if k > furthest + 255 {
+                furthest = k;
+                progress::done(k as u64);
+            }
+            let mut found = text.query([positions[k]])?;
+            match found.next()? {
+                Some(row) => text_value(NAME, row.get_ref(0)?, rows[k].0),
+                // The row left the input since it was listed: nothing to compare.
+                None => Ok(None),
+            }
+        },
+        &mut || poll.interrupted(),
+    )
 }
 
 /// An integer column, or an error naming the column and what it held.
@@ -139,12 +172,27 @@ fn read_pairs(
     pairs: &str,
     input: &str,
     index: &HashMap<i64, usize>,
-) -> Result<Candidates> {
+) -> Result<PairList> {
     let sql = format!("SELECT a, b FROM {}", quote_identifier(pairs));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
-    let mut out = Candidates::new(index.len());
-    let find = |id: i64| {
+    let mut out = PairList::new(index.len());
+    let find = finder(index, pairs, input);
+    while let Some(row) = query.next()? {
+        let a = integer(row, 0, "a", pairs)?;
+        let b = integer(row, 1, "b", pairs)?;
+        out.add(find(a)?, find(b)?);
+    }
+    Ok(out)
+}
+
+/// The index of an input id, or an error naming the id `pairs` gave.
+fn finder<'a>(
+    index: &'a HashMap<i64, usize>,
+    pairs: &'a str,
+    input: &'a str,
+) -> impl Fn(i64) -> Result<usize> + 'a {
+    move |id| {
         index.get(&id).copied().ok_or_else(|| {
             error(
                 NAME,
@@ -152,11 +200,33 @@ fn read_pairs(
                 &format!("id {id}"),
             )
         })
-    };
-    while let Some(row) = query.next()? {
-        let a = integer(row, 0, "a", pairs)?;
-        let b = integer(row, 1, "b", pairs)?;
-        out.add(find(a)?, find(b)?);
     }
-    Ok(out)
+}
+
+/// Rows grouped by the (`band`, `key`) they carry.
+fn read_keys(
+    db: &Connection,
+    keys: &str,
+    input: &str,
+    index: &HashMap<i64, usize>,
+) -> Result<SharedKeys> {
+    if index.len() >= u32::MAX as usize {
+        return Err(error(
+            NAME,
+            "input must have fewer than 2^32 - 1 rows with keys",
+            &format!("{} rows", index.len()),
+        ));
+    }
+    let sql = format!("SELECT band, key, id FROM {}", quote_identifier(keys));
+    let mut stmt = db.prepare(&sql)?;
+    let mut query = stmt.query([])?;
+    let find = finder(index, keys, input);
+    let mut out = SharedKeysBuilder::new(index.len());
+    while let Some(row) = query.next()? {
+        let band = integer(row, 0, "band", keys)?;
+        let key = integer(row, 1, "key", keys)?;
+        let id = integer(row, 2, "id", keys)?;
+        out.add(band, key, find(id)?);
+    }
+    Ok(out.finish())
 }
