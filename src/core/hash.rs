@@ -3,7 +3,7 @@
 use sha1::{Digest, Sha1};
 
 use crate::core::halt::{never, Halt};
-use crate::core::text::normalize_or_halt;
+use crate::core::text::normalize_ascii_or_halt;
 
 /// Lowercase hex SHA-1 of `bytes`.
 pub fn sha1_hex(bytes: &[u8]) -> String {
@@ -25,11 +25,11 @@ pub fn content_hash(text: &str) -> Option<String> {
 
 /// [`content_hash`] whose normalization asks `stop` every MiB of work.
 pub fn content_hash_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<Option<String>, Halt> {
-    let normalized = normalize_or_halt(text, stop)?;
+    let normalized = normalize_ascii_or_halt(text, stop)?;
     Ok(if normalized.is_empty() {
         None
     } else {
-        Some(sha1_hex(normalized.as_bytes()))
+        Some(sha1_hex(&normalized))
     })
 }
 

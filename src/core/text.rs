@@ -56,6 +56,13 @@ pub fn normalize(text: &str) -> String {
 /// [`normalize`] that asks `stop` every MiB of work and allocates its
 /// output fallibly.
 pub fn normalize_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    // `collapse_ascii` only ever writes ASCII bytes.
+    Ok(String::from_utf8(normalize_ascii_or_halt(text, stop)?).expect("normalized text is ASCII"))
+}
+
+/// [`normalize_or_halt`] as the ASCII bytes it produces (for hashing: no
+/// UTF-8 check of the output).
+pub fn normalize_ascii_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<u8>, Halt> {
     let mut out = Vec::new();
     out.try_reserve(text.len()).map_err(|_| Halt::OutOfMemory)?;
     if text.is_ascii() {
@@ -63,8 +70,7 @@ pub fn normalize_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<String, 
     } else {
         collapse_ascii::<true>(transliterate(text, stop)?.as_bytes(), &mut out, stop)?;
     }
-    // `collapse_ascii` only ever writes ASCII bytes.
-    Ok(String::from_utf8(out).expect("normalized text is ASCII"))
+    Ok(out)
 }
 
 /// Work between two calls of `stop`.
@@ -154,12 +160,14 @@ fn chunk_is_kept(chunk: &[u8]) -> bool {
     bad == 0 && sep & (sep >> 8) == 0 && sep >> 56 == 0
 }
 
-/// [`chunk_is_kept`] for 32 bytes, with SSE2 (part of every x86-64 CPU):
-/// one compare per byte class instead of SWAR arithmetic, a bit per byte.
+/// How many of 32 bytes that follow a plain byte are copied unchanged: the
+/// longest prefix [`chunk_is_kept`]'s rule keeps (ending in a plain byte),
+/// found with SSE2 (part of every x86-64 CPU): one compare per byte class,
+/// a bit per byte, the first byte that stops the run by its bit.
 #[cfg(target_arch = "x86_64")]
-fn wide_chunk_is_kept(chunk: &[u8; 32]) -> bool {
+fn wide_kept_prefix(chunk: &[u8; 32]) -> usize {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_loadu_si128,
         _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     /// Bits of the bad bytes and of the separators among 16 bytes.
@@ -169,9 +177,8 @@ fn wide_chunk_is_kept(chunk: &[u8; 32]) -> bool {
         let is = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
         // Signed compares: bytes from 0x80 are negative, so below ' '.
         let control_or_high = _mm_cmplt_epi8(v, _mm_set1_epi8(b' ' as i8));
-        let upper = _mm_cmpgt_epi8(v, _mm_set1_epi8(b'A' as i8 - 1));
-        let upper = std::arch::x86_64::_mm_and_si128(
-            upper,
+        let upper = _mm_and_si128(
+            _mm_cmpgt_epi8(v, _mm_set1_epi8(b'A' as i8 - 1)),
             _mm_cmplt_epi8(v, _mm_set1_epi8(b'Z' as i8 + 1)),
         );
         let odd = _mm_or_si128(_mm_or_si128(is(b'`'), is(b'|')), is(0x7f));
@@ -182,22 +189,29 @@ fn wide_chunk_is_kept(chunk: &[u8; 32]) -> bool {
     // Safety: both halves of `chunk` are 16 readable bytes.
     let ((bad_lo, sep_lo), (bad_hi, sep_hi)) =
         unsafe { (masks(chunk.as_ptr()), masks(chunk.as_ptr().add(16))) };
-    let bad = bad_lo | bad_hi << 16;
     let sep = sep_lo | sep_hi << 16;
-    bad == 0 && sep & (sep >> 1) == 0 && sep >> 31 == 0
+    // A bad byte, or a separator followed by a separator, stops the run.
+    let stop = bad_lo | bad_hi << 16 | sep & (sep >> 1);
+    let first = stop.trailing_zeros() as usize;
+    // The run ends on a plain byte: a separator before the stop waits.
+    if first > 0 && sep >> (first - 1) & 1 == 1 {
+        first - 1
+    } else {
+        first
+    }
 }
 
-/// [`chunk_is_kept`] for 32 bytes with SSE2 on x86-64; elsewhere `false`,
-/// which leaves the run to the 8-byte checks.
-fn wide_kept(chunk: &[u8; 32]) -> bool {
+/// [`wide_kept_prefix`] on x86-64; elsewhere 0, which leaves the run to
+/// the 8-byte checks.
+fn wide_kept(chunk: &[u8; 32]) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
-        wide_chunk_is_kept(chunk)
+        wide_kept_prefix(chunk)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = chunk;
-        false
+        0
     }
 }
 
@@ -246,10 +260,15 @@ fn collapse_ascii<const FAST: bool>(
             // Invariant: `input[i - 1]` is plain.
             loop {
                 while let Some(chunk) = input.get(i..i + 32) {
-                    if i >= check || !wide_kept(chunk.try_into().expect("32 bytes")) {
+                    let kept = if i < check {
+                        wide_kept(chunk.try_into().expect("32 bytes"))
+                    } else {
+                        0
+                    };
+                    if kept == 0 {
                         break;
                     }
-                    i += 32;
+                    i += kept;
                 }
                 while let Some(chunk) = input.get(i..i + 8) {
                     if i >= check || !chunk_is_kept(chunk) {
@@ -559,10 +578,11 @@ mod tests {
             ], 32),
         ) {
             let chunk: &[u8; 32] = bytes.as_slice().try_into().unwrap();
+            let longest = (1..=32).rev().find(|&p| kept_by_bytes(&chunk[..p])).unwrap_or(0);
             #[cfg(target_arch = "x86_64")]
-            prop_assert_eq!(wide_kept(chunk), kept_by_bytes(chunk));
+            prop_assert_eq!(wide_kept(chunk), longest);
             #[cfg(not(target_arch = "x86_64"))]
-            prop_assert!(!wide_kept(chunk));
+            prop_assert!(wide_kept(chunk) == 0 && longest <= 32);
             prop_assert_eq!(chunk_is_kept(&bytes[..8]), kept_by_bytes(&bytes[..8]));
         }
 
