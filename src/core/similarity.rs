@@ -161,10 +161,20 @@ const BUCKETS: usize = 128;
 /// Character counts of a text in 128 buckets (ASCII code points exactly,
 /// others folded in). The L1 distance between two histograms is a lower
 /// bound of the indel distance: each insertion or deletion changes one
-/// bucket by one.
+/// bucket by one. Held in 16 bits a bucket (256 bytes) unless a count
+/// reaches 2^16.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CharHistogram {
-    counts: [u32; BUCKETS],
+    counts: Counts,
+}
+
+/// The counts, narrow whenever they fit (so equal counts compare equal).
+/// The narrow form is inline on purpose: it is the common one.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Counts {
+    Narrow([u16; BUCKETS]),
+    Wide(Box<[u32; BUCKETS]>),
 }
 
 impl CharHistogram {
@@ -180,16 +190,35 @@ impl CharHistogram {
                 counts[c as usize % BUCKETS] += 1;
             }
         }
+        let counts = if counts.iter().all(|&c| c <= u32::from(u16::MAX)) {
+            Counts::Narrow(counts.map(|c| c as u16))
+        } else {
+            Counts::Wide(Box::new(counts))
+        };
         CharHistogram { counts }
+    }
+
+    fn count(&self, bucket: usize) -> u32 {
+        match &self.counts {
+            Counts::Narrow(c) => u32::from(c[bucket]),
+            Counts::Wide(c) => c[bucket],
+        }
     }
 
     /// Lower bound of the indel distance between the two texts.
     pub fn indel_lower_bound(&self, other: &CharHistogram) -> usize {
-        self.counts
-            .iter()
-            .zip(other.counts.iter())
-            .map(|(&x, &y)| x.abs_diff(y) as usize)
-            .sum()
+        match (&self.counts, &other.counts) {
+            (Counts::Narrow(a), Counts::Narrow(b)) => {
+                // At most 128 * 65,535: fits in 32 bits.
+                a.iter()
+                    .zip(b.iter())
+                    .map(|(&x, &y)| u32::from(x.abs_diff(y)))
+                    .sum::<u32>() as usize
+            }
+            _ => (0..BUCKETS)
+                .map(|k| self.count(k).abs_diff(other.count(k)) as usize)
+                .sum(),
+        }
     }
 }
 
@@ -457,6 +486,19 @@ mod tests {
             CharHistogram::new(a).indel_lower_bound(&CharHistogram::new(b)),
             8
         );
+    }
+
+    #[test]
+    fn histogram_counts_past_16_bits_stay_exact() {
+        // 70,000 'a' needs 32-bit counts; its neighbours do not.
+        let wide = CharHistogram::new(&"a".repeat(70_000));
+        let narrow = CharHistogram::new(&"a".repeat(65_535));
+        let other = CharHistogram::new("ab");
+        assert_eq!(wide.indel_lower_bound(&narrow), 4_465);
+        assert_eq!(narrow.indel_lower_bound(&wide), 4_465);
+        assert_eq!(wide.indel_lower_bound(&other), 69_999 + 1);
+        assert_eq!(narrow.indel_lower_bound(&other), 65_534 + 1);
+        assert_eq!(wide.indel_lower_bound(&wide.clone()), 0);
     }
 
     #[test]
