@@ -294,6 +294,13 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
             host = bare.to_string();
         }
     }
+    if host != parsed.host_str().unwrap_or_default() {
+        // A host the trims changed is parsed again: `2..` trimmed is `2`,
+        // which a URL parser reads as the address 0.0.0.2.
+        host = ::url::Host::parse(&host)
+            .map_err(|e| Discard::Unparseable(format!("{e} in host '{}'", excerpt(&host))))?
+            .to_string();
+    }
 
     let mut out = String::with_capacity(target.len());
     out.push_str(scheme);
@@ -597,6 +604,20 @@ mod tests {
                 prop_assert_eq!(again.domain, c.domain);
             }
         }
+    }
+
+    #[test]
+    fn a_host_the_trims_change_is_parsed_again() {
+        // `2..` keeps its dots in a URL parser (the last label is empty, so
+        // it is no number); trimmed, `2` is the IPv4 number 0.0.0.2.
+        assert_eq!(canon("https://2../a"), "https://0.0.0.2/a");
+        assert_eq!(canon("https://\u{b2}../a"), "https://0.0.0.2/a");
+        assert_eq!(canon("https://0.0.0.2/a"), "https://0.0.0.2/a");
+        // `www.2..` trims to `www.2`, which ends in a number but is no
+        // address: unparseable, as `http://www.2` itself is.
+        let o = UrlOptions::default();
+        assert!(canonicalize("http://www.2", &o).is_err());
+        assert!(canonicalize("http://www.2../", &o).is_err());
     }
 
     #[test]

@@ -24,3 +24,6 @@ SELECT normalize_text(CAST(X'FF00FE' AS TEXT));
 SELECT content_hash(X'00');
 SELECT dedup_invalid_text(X'00', CAST(X'C3' AS TEXT), 1);
 SELECT url_discard_reason('ftp://' || hex(zeroblob(5000)));
+-- A host that trims to a number (`²..` is `2..`, trimmed `2`, which parses as 0.0.0.2).
+SELECT canonical_url(CAST(X'687474703A2F2F7765622E617263686976652E6F72672F7765622F323031392F68747470733A2F2F2FC2B22E2E3F0D0A26203F783D33393F613D39382675746D5F736F757263653D3739' AS TEXT));
+SELECT canonical_url('https://2../a');
