@@ -7,6 +7,7 @@ pub mod hash;
 pub mod lcs;
 pub mod near_dups;
 pub mod parallel;
+pub mod scan_ahead;
 pub mod segments;
 pub mod similarity;
 pub mod sketch;

@@ -7,8 +7,9 @@
 //! `i`; the group's best row (lowest `rank`, then earliest position) survives
 //! and the others are removed. Then the scan moves to `i + 1`.
 //!
-//! Only the comparisons inside one window run in parallel; the outer loop is
-//! sequential, so results never depend on the thread count. Before any
+//! The election is sequential, so results never depend on the thread
+//! count; on a pool, the comparisons of a chunk of anchors run ahead of it
+//! (`scan_ahead`). Before any
 //! Levenshtein work a pair must pass two exact lower bounds of the indel
 //! distance (length difference, character histograms); the Levenshtein
 //! kernel itself stops at the largest distance that can still exceed the
@@ -23,6 +24,7 @@ use crate::core::parallel::{map_polled, pool};
 use crate::core::similarity::{
     indel_distance_or_halt, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
 };
+use rayon::ThreadPool;
 
 /// One input row of the scan.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +83,7 @@ impl ScanStats {
 /// What the exact filters need of a text: its length in code points and
 /// its character histogram.
 #[derive(Clone)]
-struct Profile {
+pub(super) struct Profile {
     len: usize,
     histogram: CharHistogram,
 }
@@ -96,7 +98,7 @@ impl Profile {
 }
 
 /// A text ready for the kernel.
-struct Text {
+pub(super) struct Text {
     text: String,
     wide: Option<Vec<char>>,
 }
@@ -116,7 +118,7 @@ impl Text {
         self.text.len() + self.wide.as_ref().map_or(0, |w| w.len() * 4)
     }
 
-    fn code_points(&self) -> CodePoints<'_> {
+    pub(super) fn code_points(&self) -> CodePoints<'_> {
         match &self.wide {
             Some(chars) => CodePoints::Wide(Cow::Borrowed(chars)),
             None => CodePoints::Ascii(self.text.as_bytes()),
@@ -125,17 +127,19 @@ impl Text {
 }
 
 /// A row of the window.
-struct Prepared {
-    id: i64,
-    rank: i64,
-    position: u64,
-    text: Text,
-    profile: Profile,
-    alive: bool,
+pub(super) struct Prepared {
+    pub(super) id: i64,
+    pub(super) rank: i64,
+    pub(super) position: u64,
+    pub(super) text: Text,
+    pub(super) profile: Profile,
+    /// Neither a placeholder nor removed.
+    pub(super) alive: bool,
 }
 
 impl Prepared {
-    fn new(row: ScanRow, position: u64) -> Result<Self, Halt> {
+    /// The row at `position` of the scan, with its profile.
+    pub(super) fn new(row: ScanRow, position: u64) -> Result<Self, Halt> {
         let alive = row.text.is_some();
         let text = Text::new(row.text.unwrap_or_default())?;
         Ok(Prepared {
@@ -169,6 +173,33 @@ pub fn validate(threshold: f64, distance: i64) -> Result<(), String> {
 /// milliseconds, also inside long comparisons (the SQL layer polls
 /// `sqlite3_interrupt`), and memory is allocated fallibly.
 pub fn scan<E: From<Halt>>(
+    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
+    threshold: f64,
+    distance: usize,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    scan_on(pool(), rows, threshold, distance, poll)
+}
+
+/// [`scan`] on `pool` ([`scan_ahead`](crate::core::scan_ahead)), or on the
+/// calling thread when there is none: the same results either way.
+pub fn scan_on<E: From<Halt>>(
+    pool: Option<&ThreadPool>,
+    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
+    threshold: f64,
+    distance: usize,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    match pool {
+        Some(pool) if distance > 0 => {
+            crate::core::scan_ahead::scan(pool, rows, threshold, distance, poll)
+        }
+        _ => scan_sequential(rows, threshold, distance, poll),
+    }
+}
+
+/// [`scan`] on the calling thread, one anchor after the other.
+fn scan_sequential<E: From<Halt>>(
     rows: impl IntoIterator<Item = Result<ScanRow, E>>,
     threshold: f64,
     distance: usize,
@@ -392,25 +423,43 @@ fn within_bounds(
     stats: &mut ScanStats,
 ) -> Option<(usize, usize)> {
     stats.pairs += 1;
+    match bounds(a, b, threshold) {
+        Bounds::Length => stats.rejected_by_length += 1,
+        Bounds::Histogram => stats.rejected_by_histogram += 1,
+        Bounds::Pass { total, max } => return Some((total, max)),
+    }
+    None
+}
+
+/// What the exact bounds say of a pair.
+pub(super) enum Bounds {
+    /// The lengths alone put the ratio at or below the threshold.
+    Length,
+    /// The character histograms do.
+    Histogram,
+    /// The pair may be near: its total length and the largest indel
+    /// distance still above the threshold.
+    Pass { total: usize, max: usize },
+}
+
+/// The exact bounds (length, then histogram) on a pair.
+pub(super) fn bounds(a: &Profile, b: &Profile, threshold: f64) -> Bounds {
     let total = a.len + b.len;
     let Some(max) = max_distance_where(total, |r| r > threshold) else {
-        stats.rejected_by_length += 1;
-        return None;
+        return Bounds::Length;
     };
     if a.len.abs_diff(b.len) > max {
-        stats.rejected_by_length += 1;
-        return None;
+        return Bounds::Length;
     }
     if a.histogram.indel_lower_bound(&b.histogram) > max {
-        stats.rejected_by_histogram += 1;
-        return None;
+        return Bounds::Histogram;
     }
-    Some((total, max))
+    Bounds::Pass { total, max }
 }
 
 /// Kernel work (total length times the distance band, summed over a
 /// window's candidates) from which the window's kernels run on the pool.
-const PARALLEL_WORK: usize = 1 << 26;
+pub(super) const PARALLEL_WORK: usize = 1 << 26;
 
 /// Runs the kernel on the candidates `(key, total, max)` that passed the
 /// bounds, in parallel when there are several: the keys and ratios of those
@@ -446,7 +495,7 @@ fn verify<'t>(
 /// anchor): the best row (lowest rank, then earliest position; `member`
 /// gives a key's id, rank and position) survives, the others are recorded
 /// as removed. Returns the keys removed.
-fn elect(
+pub(super) fn elect(
     anchor: usize,
     near: &[(usize, f64)],
     member: impl Fn(usize) -> (i64, i64, u64),

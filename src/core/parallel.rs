@@ -67,9 +67,30 @@ where
     R: Send,
     F: Fn(&T, &dyn Fn() -> bool) -> Result<Option<R>, Halt> + Sync,
 {
+    let pool = pool.filter(|_| items.len() > 1);
+    map_polled_beside(pool, items, f, poll, &mut || {})
+}
+
+/// [`map_polled`] that runs `beside` on the calling thread while the pool
+/// works (before it starts polling), e.g. to read the next input from a
+/// connection only that thread may use. Without a pool, `beside` runs
+/// first. `beside` is not polled: keep it short.
+pub fn map_polled_beside<T, R, F>(
+    pool: Option<&ThreadPool>,
+    items: &[T],
+    f: F,
+    poll: &mut dyn FnMut() -> bool,
+    beside: &mut dyn FnMut(),
+) -> Result<Vec<R>, Halt>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T, &dyn Fn() -> bool) -> Result<Option<R>, Halt> + Sync,
+{
     let pool = match pool {
-        Some(p) if items.len() > 1 => p,
+        Some(p) if !items.is_empty() => p,
         _ => {
+            beside();
             let poll = std::cell::RefCell::new(poll);
             let stop = || (poll.borrow_mut())();
             let mut out = Vec::new();
@@ -103,6 +124,7 @@ where
             });
         }
         drop(tx);
+        beside();
         loop {
             match rx.recv_timeout(POLL_EVERY) {
                 Ok((i, Ok(Some(r)))) => results.push((i, r)),
