@@ -245,6 +245,31 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 
 /// Canonicalizes `url` (see the module documentation for the rules).
 pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discard> {
+    let mut c = canonicalize_once(url, opts)?;
+    // The rules can make a wrapper of what was none (an invisible character
+    // in the host, a newline in the path); a canonical URL is none, so that
+    // is canonicalized again (each pass unwraps at least one level).
+    for _ in 0..MAX_WRAPPER_PASSES {
+        if unwrap_wayback(&c.url).is_none() {
+            return Ok(c);
+        }
+        let again = canonicalize_once(&c.url, opts)?;
+        c = CanonicalUrl {
+            wayback: c.wayback.or(again.wayback),
+            ..again
+        };
+    }
+    Err(Discard::Unparseable(format!(
+        "archive wrappers still nested after {MAX_WRAPPER_PASSES} passes in '{}'",
+        excerpt(url)
+    )))
+}
+
+/// Passes [`canonicalize`] makes over wrappers that its rules revealed.
+const MAX_WRAPPER_PASSES: usize = 8;
+
+/// One pass of the rules.
+fn canonicalize_once(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discard> {
     if url.len() > MAX_URL_BYTES {
         return Err(Discard::Unparseable(format!(
             "longer than {MAX_URL_BYTES} bytes ({} bytes)",
@@ -363,7 +388,8 @@ fn canonical_query(query: &str, opts: &UrlOptions) -> String {
     for part in query.split(['&', '?']).filter(|p| !p.is_empty()) {
         let part = normalize_percent(part);
         let name = part.split('=').next().unwrap_or("").to_ascii_lowercase();
-        if name.is_empty() || opts.is_tracking(&name) {
+        // A part of slashes alone would be a query the end trim empties.
+        if name.is_empty() || part.bytes().all(|b| b == b'/') || opts.is_tracking(&name) {
             continue;
         }
         let keep = if opts.keep_params {
@@ -603,6 +629,41 @@ mod tests {
                 prop_assert_eq!(&again.url, &c.url);
                 prop_assert_eq!(again.domain, c.domain);
             }
+        }
+    }
+
+    #[test]
+    fn a_wrapper_the_rules_reveal_is_unwrapped() {
+        // A zero-width space before the archive's host hides the wrapper
+        // until the host is mapped; a newline inside the path likewise.
+        assert_eq!(
+            canon("https://\u{200b}web.archive.org/web/2020/\nhttps://x.org/a/"),
+            "https://x.org/a"
+        );
+        assert!(canonicalize(
+            "https://\u{200b}web.archive.org/web/2020/https://%25x.org",
+            &UrlOptions::default()
+        )
+        .is_err());
+        // Nested: each pass reveals the next level.
+        assert_eq!(
+            canon("https://\u{200b}web.archive.org/web/1/https://\u{200b}web.archive.org/web/2/https://x.org/b"),
+            "https://x.org/b"
+        );
+    }
+
+    #[test]
+    fn a_query_of_slashes_alone_is_dropped() {
+        let o = UrlOptions::parse("keep_params").unwrap();
+        for (url, want) in [
+            ("https://x.org/a?/", "https://x.org/a"),
+            ("https://x.org/a?/&//", "https://x.org/a"),
+            // The URL's own trailing slash goes first, then parts sort.
+            ("https://x.org/a?b/&a/", "https://x.org/a?a&b"),
+            ("https://x.org/a?b/&a/&/", "https://x.org/a?a/&b"),
+        ] {
+            assert_eq!(canonicalize(url, &o).unwrap().url, want, "{url}");
+            assert_eq!(canonicalize(want, &o).unwrap().url, want, "{want}");
         }
     }
 
