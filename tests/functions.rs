@@ -176,6 +176,29 @@ fn url_helpers() {
     )
     .unwrap();
     assert_eq!(u, "https://x.org/tag/a");
+    // Options computed per row (no auxiliary data), alternating: each row
+    // gets its own (the parsed options are cached by their text).
+    let mut stmt = db
+        .prepare(
+            "SELECT canonical_url('https://www.x.org/a?id=1', o), url_domain('https://www.x.org/a', o)
+             FROM (SELECT value AS o FROM json_each('[\"strip_www\", \"keep=id\", \"strip_www\", \"\"]'))",
+        )
+        .unwrap();
+    let rows: Vec<(String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("https://x.org/a", "x.org"),
+            ("https://www.x.org/a?id=1", "www.x.org"),
+            ("https://x.org/a", "x.org"),
+            ("https://www.x.org/a", "www.x.org"),
+        ]
+        .map(|(u, d)| (u.to_string(), d.to_string()))
+    );
 }
 
 #[test]

@@ -119,12 +119,44 @@ pub(crate) fn number_arg(
     }
 }
 
+thread_local! {
+    /// The defaults, and the last options text parsed on this thread: the
+    /// pipeline passes options computed per row (SQLite keeps auxiliary
+    /// data only for constant arguments), nearly always the same text, and
+    /// parsing them for each of the three URL functions of each row was a
+    /// third of phase 1's time (allocating the default parameter lists).
+    static DEFAULT_OPTIONS: Arc<UrlOptions> = Arc::new(UrlOptions::default());
+    static LAST_OPTIONS: RefCell<Option<(Vec<u8>, Arc<UrlOptions>)>> = const { RefCell::new(None) };
+}
+
 /// The URL options of argument `i`, parsed once per statement (SQLite
-/// auxiliary data); the defaults when the argument is absent.
+/// auxiliary data) or per distinct text ([`LAST_OPTIONS`]); the defaults
+/// when the argument is absent.
 fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Arc<UrlOptions>> {
     if ctx.len() <= i {
-        return Ok(Arc::new(UrlOptions::default()));
+        return Ok(DEFAULT_OPTIONS.with(Arc::clone));
     }
+    let ValueRef::Text(spec) = ctx.get_raw(i) else {
+        return parse_url_options(ctx, i, function);
+    };
+    let cached = LAST_OPTIONS.with(|cell| match &*cell.borrow() {
+        Some((text, opts)) if text.as_slice() == spec => Some(opts.clone()),
+        _ => None,
+    });
+    if let Some(opts) = cached {
+        return Ok(opts);
+    }
+    let opts = parse_url_options(ctx, i, function)?;
+    LAST_OPTIONS.with(|cell| *cell.borrow_mut() = Some((spec.to_vec(), opts.clone())));
+    Ok(opts)
+}
+
+/// Argument `i` parsed as URL options (kept as SQLite auxiliary data).
+fn parse_url_options(
+    ctx: &Context<'_>,
+    i: usize,
+    function: &'static str,
+) -> Result<Arc<UrlOptions>> {
     ctx.get_or_create_aux(i as i32, |v| -> std::result::Result<UrlOptions, String> {
         match v {
             ValueRef::Null => Ok(UrlOptions::default()),
