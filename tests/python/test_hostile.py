@@ -228,9 +228,11 @@ def test_a_bad_row_of_a_scan_is_named():
 def test_url_parameters_cost_n_log_n():
     code = """
         def seconds(n):
-            u = 'https://x.org/p?' + '&'.join(f'p{i}=v{i}' for i in range(n))
+            query = '&'.join(f'p{i}=v{i}' for i in range(n))
             best = 1e9
-            for _ in range(3):
+            for r in range(3):
+                # A new URL each time: the one-entry URL cache must not answer.
+                u = f'https://x.org/p{r}?' + query
                 start = time.perf_counter()
                 conn.execute("SELECT canonical_url(?, 'keep_params')", (u,)).fetchone()
                 best = min(best, time.perf_counter() - start)
@@ -241,7 +243,7 @@ def test_url_parameters_cost_n_log_n():
     assert rc == 0, err
     small, large = json.loads(out)
     # Ten times the parameters: about ten times the time (quadratic: 100x).
-    assert large / small < 30, (small, large)
+    assert large / small < 40, (small, large)
 
 
 def test_repeated_candidate_pairs_cost_memory_once(tmp_path):
