@@ -401,10 +401,13 @@ fn canonical_query(query: &str, opts: &UrlOptions) -> String {
             kept.push((name, part));
         }
     }
+    // Sorted by name; a name's trailing slashes do not count, so that the
+    // end trim below cannot move a part on a second pass.
+    kept.sort_by(|a, b| a.0.trim_end_matches('/').cmp(b.0.trim_end_matches('/')));
+    trim_last_part(&mut kept);
     if kept.is_empty() {
         return String::new();
     }
-    kept.sort_by(|a, b| a.0.cmp(&b.0));
     let mut q = String::from("?");
     for (i, (_, part)) in kept.iter().enumerate() {
         if i > 0 {
@@ -413,6 +416,37 @@ fn canonical_query(query: &str, opts: &UrlOptions) -> String {
         q.push_str(part);
     }
     q
+}
+
+/// Applies the URL's end trim to the last of the sorted `kept` parts now:
+/// a last part that loses its trailing slashes and then equals another part
+/// is dropped (and the part before it is trimmed in turn), so that a
+/// canonical URL's query is canonical again (`?p=&p=/` is `?p=`).
+fn trim_last_part(kept: &mut Vec<(String, String)>) {
+    if !kept.last().is_some_and(|(_, part)| part.ends_with('/')) {
+        return;
+    }
+    let mut others: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (_, part) in kept.iter() {
+        *others.entry(part.clone()).or_default() += 1;
+    }
+    while let Some((_, part)) = kept.last() {
+        let trimmed = part.trim_end_matches('/');
+        if trimmed.len() == part.len() {
+            return;
+        }
+        if trimmed.is_empty() || others.get(trimmed).is_some_and(|&n| n > 0) {
+            let (_, part) = kept.pop().expect("a last part");
+            if let Some(n) = others.get_mut(&part) {
+                *n -= 1;
+            }
+            continue;
+        }
+        let trimmed = trimmed.to_string();
+        let last = kept.last_mut().expect("a last part");
+        last.1 = trimmed;
+        return;
+    }
 }
 
 /// Decodes percent-escapes of unreserved characters and uppercases the hex
@@ -653,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    fn a_query_of_slashes_alone_is_dropped() {
+    fn a_query_of_slashes_alone_is_dropped_and_the_last_part_trimmed() {
         let o = UrlOptions::parse("keep_params").unwrap();
         for (url, want) in [
             ("https://x.org/a?/", "https://x.org/a"),
@@ -661,6 +695,17 @@ mod tests {
             // The URL's own trailing slash goes first, then parts sort.
             ("https://x.org/a?b/&a/", "https://x.org/a?a&b"),
             ("https://x.org/a?b/&a/&/", "https://x.org/a?a/&b"),
+            // The last part, trimmed, equals another: one is kept.
+            ("http://a.org?p=?p=/#", "http://a.org?p="),
+            // Only the last part is trimmed.
+            (
+                "https://x.org/a?p=a//&p=a/&p=a&q",
+                "https://x.org/a?p=a//&p=a/&p=a&q",
+            ),
+            ("https://x.org/a?p=a&p=a/&p=a//", "https://x.org/a?p=a"),
+            // A name's trailing slash does not count in the order.
+            ("https://x.org/a?p.&p/&q", "https://x.org/a?p/&p.&q"),
+            ("https://x.org/a?p/&a#", "https://x.org/a?a&p"),
         ] {
             assert_eq!(canonicalize(url, &o).unwrap().url, want, "{url}");
             assert_eq!(canonicalize(want, &o).unwrap().url, want, "{want}");
