@@ -4,8 +4,9 @@
 //!
 //! rapidfuzz computes the same band but always runs to the last row. Here,
 //! after row `j` of `b`, the LCS can grow by at most the `|b| - j` rows
-//! left; when even that cannot reach the bound, the pair is rejected. On
-//! unrelated texts this stops after a fraction of the rows.
+//! left, and only from what `b[..j]` matched in `a` before its last
+//! `|b| - j` symbols; when even that cannot reach the bound, the pair is
+//! rejected. On unrelated texts this stops after a fraction of the rows.
 
 use std::collections::HashMap;
 
@@ -239,6 +240,22 @@ fn distinct_up_to<A: Copy + Into<u32>>(a: &[A], cap: usize) -> usize {
     n
 }
 
+/// The most the LCS can reach when `rest` rows of `b` are left, given the
+/// state `s` after the rows before them: an alignment leaving row `j` at
+/// column `i` adds at most `min(len1 - i, rest)` matches to the `H(i)` it
+/// has, and `H` (the zeros of `s` below `i`) grows by 0 or 1 per column, so
+/// the best split is at `i = len1 - rest`. Tighter than `H(len1) + rest`
+/// by the matches `b`'s rows so far found in `a`'s last `rest` columns.
+fn at_most(s: &[u64], len1: usize, rest: usize) -> usize {
+    let split = len1.saturating_sub(rest);
+    let (full, bits) = (split / 64, split % 64);
+    let mut h: usize = s[..full].iter().map(|w| w.count_zeros() as usize).sum();
+    if bits > 0 {
+        h += (!s[full] & ((1u64 << bits) - 1)).count_ones() as usize;
+    }
+    h + rest.min(len1)
+}
+
 /// The bit-parallel LCS of `a` (given by its table `pm` and length `len1`)
 /// and `b`, restricted to the band that can still reach `need`.
 fn banded<M: Matches, B: Copy + Into<u32>>(
@@ -317,11 +334,8 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
         // Row `row + 1` reaches column `row + 1 + band_left` (rapidfuzz
         // 0.5 stops one column short of it here).
         last = words.min((row + 2 + band_left).div_ceil(64));
-        if (row + 1) % CHECK_EVERY == 0 {
-            let so_far: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
-            if so_far + (len2 - row - 1) < need {
-                return Ok(None);
-            }
+        if (row + 1) % CHECK_EVERY == 0 && at_most(&s, len1, len2 - row - 1) < need {
+            return Ok(None);
         }
         if work >= STOP_EVERY_WORDS {
             work = 0;
@@ -369,6 +383,25 @@ mod tests {
         assert_eq!(lcs_at_least(&a, &b, 5), None);
         assert_eq!(lcs_at_least(&chars(""), &chars(""), 0), Some(0));
         assert_eq!(lcs_at_least(&chars("абв"), &chars("аб"), 2), Some(2));
+    }
+
+    #[test]
+    fn the_early_exit_bound_counts_matches_before_the_split_only() {
+        // `a` has 8 symbols; the rows so far matched only its last 3
+        // (zeros at bits 5, 6, 7): with 3 rows left an alignment can add 3
+        // matches to what it had before column 5, which is none.
+        let s = [!(0b111u64 << 5)];
+        assert_eq!(at_most(&s, 8, 3), 3);
+        // With 5 rows left the split is column 3: still none before it.
+        assert_eq!(at_most(&s, 8, 5), 5);
+        // With 1 row left the split is column 7: bits 5 and 6 count.
+        assert_eq!(at_most(&s, 8, 1), 3);
+        // More rows left than columns: at most all of `a`.
+        assert_eq!(at_most(&s, 8, 20), 8);
+        // A split on a word boundary and inside the second word.
+        let s = [0u64, !1u64];
+        assert_eq!(at_most(&s, 100, 36), 64 + 36);
+        assert_eq!(at_most(&s, 100, 35), 65 + 35);
     }
 
     #[test]
