@@ -188,33 +188,139 @@ where
     A: Copy + Into<u32>,
     B: Copy + Into<u32>,
 {
-    if min_lcs > a.len().min(b.len()) {
-        return Ok(None);
+    match trim(a, b, min_lcs) {
+        Trim::Decided(lcs) => Ok(lcs),
+        Trim::Run(run) => Table::new(a)?.run(b, run, stop),
     }
-    // A common prefix and suffix belong to some LCS.
+}
+
+/// `a` with its table built once, for comparing it with many texts: the
+/// same results as [`lcs_at_least_or_halt`] on `a`, without rebuilding
+/// the table for each (on page-sized texts, building it costs about as
+/// much as a rejected comparison).
+///
+/// ```
+/// use dedup::core::lcs::{lcs_at_least, LcsQuery};
+/// let a = b"the cat sat on the mat";
+/// let query = LcsQuery::new(&a[..]).unwrap();
+/// for b in [&b"the cat sat on a mat"[..], b"a dog sat on the mat", b"kitten"] {
+///     let never = || false;
+///     assert_eq!(query.at_least(b, 10, &never).unwrap(), lcs_at_least(a, b, 10));
+/// }
+/// ```
+pub struct LcsQuery<'a, A> {
+    a: &'a [A],
+    table: Table,
+}
+
+impl<'a, A: Copy + Into<u32>> LcsQuery<'a, A> {
+    /// Builds the table of `a` (fallibly: `Err` when memory ran out).
+    pub fn new(a: &'a [A]) -> Result<Self, Halt> {
+        Ok(LcsQuery {
+            a,
+            table: Table::new(a)?,
+        })
+    }
+
+    /// The LCS length of `a` and `b` when it is at least `min_lcs`, else
+    /// `None`; asks `stop` as [`lcs_at_least_or_halt`] does.
+    pub fn at_least<B: Copy + Into<u32>>(
+        &self,
+        b: &[B],
+        min_lcs: usize,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<usize>, Halt> {
+        match trim(self.a, b, min_lcs) {
+            Trim::Decided(lcs) => Ok(lcs),
+            Trim::Run(run) => self.table.run(b, run, stop),
+        }
+    }
+}
+
+/// What the common prefix and suffix leave of a comparison.
+enum Trim {
+    /// The answer, without the kernel.
+    Decided(Option<usize>),
+    /// The kernel's part.
+    Run(Run),
+}
+
+/// The kernel's part of a comparison: `b[prefix..b_end]` against
+/// `a[prefix..a_end]`, needing `need` matches there (prefix included)
+/// and adding `suffix` to what it finds.
+#[derive(Clone, Copy)]
+struct Run {
+    prefix: usize,
+    a_end: usize,
+    b_end: usize,
+    need: usize,
+    suffix: usize,
+}
+
+/// Strips the common prefix and suffix (they belong to some LCS) and
+/// decides what the lengths alone decide.
+fn trim<A, B>(a: &[A], b: &[B], min_lcs: usize) -> Trim
+where
+    A: Copy + Into<u32>,
+    B: Copy + Into<u32>,
+{
+    if min_lcs > a.len().min(b.len()) {
+        return Trim::Decided(None);
+    }
     let same = |x: &A, y: &B| (*x).into() == (*y).into();
     let prefix = a.iter().zip(b).take_while(|(x, y)| same(x, y)).count();
-    let (a, b) = (&a[prefix..], &b[prefix..]);
-    let suffix = a
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    let suffix = ra
         .iter()
         .rev()
-        .zip(b.iter().rev())
+        .zip(rb.iter().rev())
         .take_while(|(x, y)| same(x, y))
         .count();
-    let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
+    let (a_end, b_end) = (a.len() - suffix, b.len() - suffix);
     let affix = prefix + suffix;
+    if a_end == prefix || b_end == prefix {
+        return Trim::Decided((affix >= min_lcs).then_some(affix));
+    }
     let need = min_lcs.saturating_sub(affix);
-    if a.is_empty() || b.is_empty() {
-        return Ok((affix >= min_lcs).then_some(affix));
+    if need > (a_end - prefix).min(b_end - prefix) {
+        return Trim::Decided(None);
     }
-    if need > a.len().min(b.len()) {
-        return Ok(None);
+    Trim::Run(Run {
+        prefix,
+        a_end,
+        b_end,
+        need: need + prefix,
+        suffix,
+    })
+}
+
+/// The table of `a`: dense for small alphabets, blocked otherwise.
+enum Table {
+    Dense(Box<Dense>),
+    Blocked(Blocked),
+}
+
+impl Table {
+    fn new<A: Copy + Into<u32>>(a: &[A]) -> Result<Self, Halt> {
+        Ok(match Dense::new(a)? {
+            Some(dense) => Table::Dense(Box::new(dense)),
+            None => Table::Blocked(Blocked::new(a)?),
+        })
     }
-    let lcs = match Dense::new(a)? {
-        Some(dense) => banded(&dense, a.len(), b, need, stop)?,
-        None => banded(&Blocked::new(a)?, a.len(), b, need, stop)?,
-    };
-    Ok(lcs.map(|l| l + affix))
+
+    fn run<B: Copy + Into<u32>>(
+        &self,
+        b: &[B],
+        run: Run,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<usize>, Halt> {
+        let b = &b[..run.b_end];
+        let lcs = match self {
+            Table::Dense(pm) => banded(&**pm, run.a_end, b, run.prefix, run.need, stop)?,
+            Table::Blocked(pm) => banded(pm, run.a_end, b, run.prefix, run.need, stop)?,
+        };
+        Ok(lcs.map(|l| l + run.suffix))
+    }
 }
 
 /// How many distinct symbols `a` has, counting no further than `cap`.
@@ -256,25 +362,40 @@ fn at_most(s: &[u64], len1: usize, rest: usize) -> usize {
     h + rest.min(len1)
 }
 
-/// The bit-parallel LCS of `a` (given by its table `pm` and length `len1`)
-/// and `b`, restricted to the band that can still reach `need`.
+/// The bit-parallel LCS of `a[..len1]` (given by a table `pm` of `a` or
+/// longer: bits at or past `len1` are ignored) and `b`, restricted to the
+/// band that can still reach `need`, when `a` and `b` share their first
+/// `start` symbols (those rows are not run: after them the state is known).
 fn banded<M: Matches, B: Copy + Into<u32>>(
     pm: &M,
     len1: usize,
     b: &[B],
+    start: usize,
     need: usize,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<usize>, Halt> {
     let len2 = b.len();
     let words = len1.div_ceil(64);
+    // After `start` shared rows, H(i) = min(i, start): zeros below `start`.
     let mut s = try_vec(words, !0u64)?;
+    s[..start / 64].fill(0);
+    if start % 64 > 0 {
+        s[start / 64] &= !0u64 << (start % 64);
+    }
+    let zeros_below_len1 = |s: &[u64]| {
+        let mut n: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
+        if len1 % 64 > 0 {
+            n -= (s[words - 1] >> (len1 % 64)).count_zeros() as usize - len1 % 64;
+        }
+        n
+    };
     // Cells further than this left or right of the diagonal cannot be on
     // an alignment with at least `need` matches.
     let (band_left, band_right) = (len1 - need, len2 - need);
     if need == 0 {
         // No bound: every word of every row, no band and no early exit.
         let rows_per_stop = (STOP_EVERY_WORDS / words.max(1)).max(1);
-        for (row, &c) in b.iter().enumerate() {
+        for (row, &c) in b.iter().enumerate().skip(start) {
             let m = pm.row(c.into());
             let mut carry = 0u64;
             match pm.slice(m) {
@@ -299,12 +420,12 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
                 return Err(Halt::Stopped);
             }
         }
-        return Ok(Some(s.iter().map(|w| w.count_zeros() as usize).sum()));
+        return Ok(Some(zeros_below_len1(&s)));
     }
-    let mut first = 0usize;
-    let mut last = words.min((band_left + 1).div_ceil(64));
+    let mut first = start.saturating_sub(band_right + 1) / 64;
+    let mut last = words.min((start + band_left + 1).div_ceil(64));
     let mut work = 0usize;
-    for (row, &c) in b.iter().enumerate() {
+    for (row, &c) in b.iter().enumerate().skip(start) {
         let m = pm.row(c.into());
         // One step of Hyyrö's recurrence on a word (add with carry compiles
         // to add/adc).
@@ -344,7 +465,7 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
             }
         }
     }
-    let lcs: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
+    let lcs = zeros_below_len1(&s);
     Ok((lcs >= need).then_some(lcs))
 }
 
@@ -498,9 +619,33 @@ mod tests {
         ) {
             let (a, b) = (chars(&a), chars(&b));
             prop_assume!(distinct_up_to(&a, 1000) <= DENSE_MAX_DISTINCT);
-            let dense = banded(&Dense::new(&a).unwrap().unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
-            let blocked = banded(&Blocked::new(&a).unwrap(), a.len(), &b, bound.min(a.len().min(b.len())), &never);
+            let dense = banded(&Dense::new(&a).unwrap().unwrap(), a.len(), &b, 0, bound.min(a.len().min(b.len())), &never);
+            let blocked = banded(&Blocked::new(&a).unwrap(), a.len(), &b, 0, bound.min(a.len().min(b.len())), &never);
             prop_assert_eq!(dense, blocked);
+        }
+
+        #[test]
+        fn one_query_equals_the_dynamic_program_on_texts_sharing_its_ends(
+            (prefix, middle, suffix) in ("[ab]{0,140}", "[abc]{0,90}", "[ab]{0,140}"),
+            others in prop::collection::vec(
+                (0usize..=140, "[abc]{0,90}", 0usize..=140), 1..4),
+            bound in 0usize..400,
+        ) {
+            // `b` keeps some of `a`'s first and last symbols, so the kernel
+            // starts after a shared prefix and stops before a shared
+            // suffix, at every offset within a 64-bit word.
+            let a = chars(&format!("{prefix}{middle}{suffix}"));
+            let query = LcsQuery::new(&a[..]).unwrap();
+            for (keep_first, other, keep_last) in others {
+                let (p, s) = (chars(&prefix), chars(&suffix));
+                let mut b = p[..keep_first.min(p.len())].to_vec();
+                b.extend(chars(&other));
+                b.extend(&s[s.len() - keep_last.min(s.len())..]);
+                let exact = lcs_dp(&a, &b);
+                let expected = (exact >= bound).then_some(exact);
+                prop_assert_eq!(query.at_least(&b[..], bound, &never).unwrap(), expected);
+                prop_assert_eq!(lcs_at_least(&a, &b, bound), expected);
+            }
         }
 
         #[test]

@@ -22,7 +22,7 @@ use crate::core::candidates::Candidates;
 use crate::core::halt::{try_collect, Halt};
 use crate::core::parallel::{map_polled, pool};
 use crate::core::similarity::{
-    indel_distance_or_halt, max_distance_where, ratio_from_distance, CharHistogram, CodePoints,
+    max_distance_where, ratio_from_distance, CharHistogram, CodePoints, IndelQuery,
 };
 use rayon::ThreadPool;
 
@@ -472,12 +472,15 @@ fn verify<'t>(
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<Vec<(usize, f64)>, Halt> {
     stats.levenshtein += candidates.len() as u64;
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
     let a = anchor.code_points();
+    // The anchor's table is built once for all its candidates.
+    let a = IndelQuery::new(&a)?;
     let compare = |&(j, total, max): &(usize, usize, usize), stop: &dyn Fn() -> bool| {
-        Ok(
-            indel_distance_or_halt(&a, &text(j).code_points(), max, stop)?
-                .map(|d| (j, ratio_from_distance(d, total))),
-        )
+        Ok(a.distance_or_halt(&text(j).code_points(), max, stop)?
+            .map(|d| (j, ratio_from_distance(d, total))))
     };
     // Waking the pool costs more than a few kernels on page-sized texts
     // (measured: 1.35x slower at 100k pages); it pays for long texts.

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::core::halt::{never, try_collect, Halt};
-use crate::core::lcs::lcs_at_least_or_halt;
+use crate::core::lcs::{lcs_at_least_or_halt, LcsQuery};
 
 /// The code points of a text, stored as bytes when the text is ASCII (the
 /// common case, and much faster for the bit-parallel kernel).
@@ -74,13 +74,9 @@ pub fn indel_distance_or_halt(
     max: usize,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<usize>, Halt> {
-    // Exact pre-filter: every indel changes the length by one.
-    if a.len().abs_diff(b.len()) > max {
+    let Some((total, min_lcs)) = lcs_needed(a.len(), b.len(), max) else {
         return Ok(None);
-    }
-    // indel = |a| + |b| - 2 lcs <= max  <=>  lcs >= (|a| + |b| - max) / 2.
-    let total = a.len() + b.len();
-    let min_lcs = total.saturating_sub(max).div_ceil(2);
+    };
     let lcs = match (a, b) {
         (CodePoints::Ascii(x), CodePoints::Ascii(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
         (CodePoints::Wide(x), CodePoints::Wide(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
@@ -88,6 +84,74 @@ pub fn indel_distance_or_halt(
         (CodePoints::Wide(x), CodePoints::Ascii(y)) => lcs_at_least_or_halt(x, y, min_lcs, stop),
     }?;
     Ok(lcs.map(|l| total - 2 * l))
+}
+
+/// The total length and the LCS an indel distance of at most `max` needs,
+/// or `None` when the lengths alone exceed it (every indel changes the
+/// length by one).
+fn lcs_needed(a: usize, b: usize, max: usize) -> Option<(usize, usize)> {
+    if a.abs_diff(b) > max {
+        return None;
+    }
+    // indel = |a| + |b| - 2 lcs <= max  <=>  lcs >= (|a| + |b| - max) / 2.
+    let total = a + b;
+    Some((total, total.saturating_sub(max).div_ceil(2)))
+}
+
+/// A text prepared for indel distances to many others: its LCS table
+/// ([`LcsQuery`]) is built once. Gives what [`indel_distance_or_halt`]
+/// gives.
+///
+/// ```
+/// use dedup::core::similarity::{indel_distance, CodePoints, IndelQuery};
+/// let a = CodePoints::new("kitten");
+/// let query = IndelQuery::new(&a).unwrap();
+/// for b in ["sitting", "kitchen", "mitten"] {
+///     let b = CodePoints::new(b);
+///     assert_eq!(query.distance_or_halt(&b, 5, &|| false).unwrap(), indel_distance(&a, &b, 5));
+/// }
+/// ```
+pub struct IndelQuery<'a> {
+    len: usize,
+    query: Query<'a>,
+}
+
+enum Query<'a> {
+    Ascii(LcsQuery<'a, u8>),
+    Wide(LcsQuery<'a, char>),
+}
+
+impl<'a> IndelQuery<'a> {
+    /// Builds the table of `a` (fallibly).
+    pub fn new(a: &'a CodePoints<'_>) -> Result<Self, Halt> {
+        let query = match a {
+            CodePoints::Ascii(x) => Query::Ascii(LcsQuery::new(x)?),
+            CodePoints::Wide(x) => Query::Wide(LcsQuery::new(x)?),
+        };
+        Ok(IndelQuery {
+            len: a.len(),
+            query,
+        })
+    }
+
+    /// The indel distance to `b`, or `None` when it exceeds `max`.
+    pub fn distance_or_halt(
+        &self,
+        b: &CodePoints<'_>,
+        max: usize,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<usize>, Halt> {
+        let Some((total, min_lcs)) = lcs_needed(self.len, b.len(), max) else {
+            return Ok(None);
+        };
+        let lcs = match (&self.query, b) {
+            (Query::Ascii(q), CodePoints::Ascii(y)) => q.at_least(y, min_lcs, stop),
+            (Query::Wide(q), CodePoints::Wide(y)) => q.at_least(y, min_lcs, stop),
+            (Query::Ascii(q), CodePoints::Wide(y)) => q.at_least(y, min_lcs, stop),
+            (Query::Wide(q), CodePoints::Ascii(y)) => q.at_least(y, min_lcs, stop),
+        }?;
+        Ok(lcs.map(|l| total - 2 * l))
+    }
 }
 
 /// The ratio for an indel distance `dist` between texts of total length
