@@ -37,13 +37,14 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 16] = [
+pub const TEMP_OBJECTS: [(&str, &str); 17] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_removal"),
     ("TABLE", "_dedup_domain_removed"),
     ("TABLE", "_dedup_domain_counts"),
     ("TABLE", "_dedup_near_removed"),
     ("TABLE", "_dedup_lsh_bands"),
+    ("TABLE", "_dedup_near_copy"),
     ("VIEW", "_dedup_near_texts"),
     ("TABLE", "_dedup_chrome"),
     ("TABLE", "_dedup_near_input"),
