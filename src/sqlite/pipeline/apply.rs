@@ -91,18 +91,33 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             )
         })
         .collect();
-    let survivors = format!(
-        "FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
-         WHERE p.skip_reason IS NULL AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)",
-        rowid = source.rowid
-    );
-    for (c, changed, _) in &rewrites {
+    // One pass over the survivors for all columns (a pass per column read
+    // every survivor's row again: 0.27 s against 0.06 s at 100k).
+    if !rewrites.is_empty() {
+        let names: Vec<String> = rewrites
+            .iter()
+            .map(|(c, _, _)| format!("({})", quote_literal(c)))
+            .collect();
+        let pick = |value: &dyn Fn(&(String, String, String)) -> String| {
+            let arms: Vec<String> = rewrites
+                .iter()
+                .map(|r| format!("WHEN {} THEN {}", quote_literal(&r.0), value(r)))
+                .collect();
+            format!("CASE c.column1 {} END", arms.join(" "))
+        };
         db.execute(
             &format!(
                 "INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
-                 SELECT ?1, p.source_rowid, {name}, g.{col} {survivors} AND {changed}",
-                name = quote_literal(c),
-                col = quote_ident(c),
+                 SELECT ?1, p.source_rowid, c.column1, {old}
+                 FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
+                 CROSS JOIN (VALUES {names}) AS c
+                 WHERE p.skip_reason IS NULL
+                   AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+                   AND {changed}",
+                old = pick(&|r| format!("g.{}", quote_ident(&r.0))),
+                changed = pick(&|r| format!("({})", r.1)),
+                names = names.join(", "),
+                rowid = source.rowid,
             ),
             [plan.run],
         )?;
