@@ -7,7 +7,7 @@ the same databases, in one run.
   cargo build --release --features loadable_extension
   /usr/bin/python3 -m pip install --break-system-packages levenshtein   # the reference's ratio
   /usr/bin/python3 benches/pipeline.py [--sizes 5000,ref20k,20000,100000,1000000] [--reference-max 20000]
-                                      [--repeat 3] [--modes window,lsh] [--threads]
+                                      [--repeat 3] [--modes window,lsh] [--threads] [--secure-delete fast]
 
 Corpora are built once into bench-data/ (git-ignored) with the corpus builder
 (seed 7; ref20k is the reference's timing corpus, seed 20240601). The reference time is the independent Python model of the reference
@@ -17,7 +17,9 @@ must equal (on our canonical URLs). Sizes above --reference-max skip it.
 The 'lsh' mode (near_mode = 'lsh') runs on the same copies; its table adds
 the band rows and candidate pairs, and what it finds that the window misses:
 phase-4 removals, those whose survivor is on another domain, and the groups
-(survivors) they form.
+(survivors) they form. --secure-delete sets PRAGMA secure_delete on every
+connection that writes, the pipeline's and the write floor's alike (Debian's
+SQLite is built with it on: deleted and overwritten rows are zeroed).
 """
 import argparse
 import json
@@ -43,11 +45,13 @@ def fresh_copy(n, tag):
     return dst
 
 
-def child(db, mode):
+def child(db, mode, secure_delete):
     """One run through the product path (dedup_plan, then dedup_apply: what
     dedup_run does), timed; per-phase seconds from the run's report; prints
     JSON."""
     conn = P.connect(db)
+    if secure_delete:
+        conn.execute(f"PRAGMA secure_delete = {secure_delete}")
     settings = json.dumps({"near_mode": mode})
     start = time.perf_counter()
     conn.execute("SELECT dedup_plan(?)", (settings,)).fetchone()
@@ -78,11 +82,12 @@ def child(db, mode):
                       "temp_mb": temp_mb, "run_peak_mb": run_peak_mb}))
 
 
-def run_child(db, mode, threads=None):
+def run_child(db, mode, secure_delete, threads=None):
     env = dict(os.environ)
     if threads:
         env["DEDUP_THREADS"] = str(threads)
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db, "--modes", mode],
+    extra = ["--secure-delete", secure_delete] if secure_delete else []
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", db, "--modes", mode] + extra,
                             stdout=subprocess.PIPE, text=True, env=env)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -103,7 +108,7 @@ def floor_scan(db):
     return best
 
 
-def floor_write(db, removed, repeat):
+def floor_write(db, removed, repeat, secure_delete):
     """The writes no implementation can avoid: the removed rows copied to an
     archive table and deleted, in one transaction (fastest of `repeat`, each
     on the untouched copy `db`)."""
@@ -112,6 +117,8 @@ def floor_write(db, removed, repeat):
         path = db + f".floor{i}"
         shutil.copy(db, path)
         conn = sqlite3.connect(path, isolation_level=None)
+        if secure_delete:
+            conn.execute(f"PRAGMA secure_delete = {secure_delete}")
         conn.execute("CREATE TEMP TABLE gone (id INTEGER PRIMARY KEY)")
         conn.executemany("INSERT INTO gone VALUES (?)", [(r,) for r in removed])
         start = time.perf_counter()
@@ -150,9 +157,11 @@ def main():
     parser.add_argument("--child")
     parser.add_argument("--threads", action="store_true",
                         help="also time the window scan on one thread (DEDUP_THREADS=1)")
+    parser.add_argument("--secure-delete", choices=["0", "1", "fast"],
+                        help="PRAGMA secure_delete for the pipeline and the write floor (default: SQLite's)")
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.modes)
+        return child(args.child, args.modes, args.secure_delete)
     sizes = [s if s == "ref20k" else int(s) for s in args.sizes.split(",")]
     modes = args.modes.split(",")
     rows, lsh_rows, floors, threads = [], [], [], []
@@ -163,14 +172,15 @@ def main():
             for _ in range(args.repeat):
                 db = fresh_copy(n, "ours")
                 floor = floor_scan(db)
-                runs.append((floor, run_child(db, mode)))
+                runs.append((floor, run_child(db, mode, args.secure_delete)))
             floor = min(f for f, _ in runs)
             best[mode] = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
             assert all(r["survivors"] == best[mode]["survivors"] for _, r in runs)
-        write = floor_write(fresh_copy(n, "floor"), best[modes[0]]["removed"], args.repeat)
+        write = floor_write(fresh_copy(n, "floor"), best[modes[0]]["removed"], args.repeat,
+                            args.secure_delete)
         floors.append((n, floor, write, best))
         if "window" in best and args.threads:
-            one = min((run_child(fresh_copy(n, "ours"), "window", threads=1) for _ in range(args.repeat)),
+            one = min((run_child(fresh_copy(n, "ours"), "window", args.secure_delete, threads=1) for _ in range(args.repeat)),
                       key=lambda r: r["times"]["04_near_dups"])
             threads.append((n, one, best["window"]))
         if "window" in best:
@@ -183,7 +193,7 @@ def main():
             if os.path.exists(path):
                 os.remove(path)
     if floors:
-        report_floors(floors, args.repeat)
+        report_floors(floors, args.repeat, args.secure_delete)
     if threads:
         report_threads(threads)
     if rows:
@@ -192,12 +202,14 @@ def main():
         report_lsh(lsh_rows, args.repeat)
 
 
-def report_floors(floors, repeat):
+def report_floors(floors, repeat, secure_delete):
     print("## Against the floor: what no implementation can avoid, measured on the same database in the same run\n")
     print("Read floor: `SELECT sum(length(parsed)) FROM pages` (every text read once). Write floor: the rows "
           "the run removes copied into an archive table and deleted, one transaction "
           "(`INSERT INTO archive SELECT * ... WHERE rowid IN (removed)`, `DELETE ...`, `COMMIT`). "
-          f"Pipeline: dedup_plan + dedup_apply, default settings, fastest of {repeat}.\n")
+          f"Pipeline: dedup_plan + dedup_apply, default settings, fastest of {repeat}. "
+          + (f"`PRAGMA secure_delete = {secure_delete}` on the pipeline's and the write floor's connections.\n"
+             if secure_delete else "`secure_delete` as SQLite was built (Debian: on), for both.\n"))
     print("| pages | mode | pipeline s | read floor s | write floor s | pipeline / (read + write) "
           "| s per 1,000 pages | peak RSS MB | temp MB |")
     print("|---|---|---|---|---|---|---|---|---|")
