@@ -42,6 +42,9 @@ PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES] + ["apply", "commit"]
 def fresh_copy(n, tag):
     dst = os.path.join(DATA, f"run-{n}-{tag}.db")
     shutil.copy(corpus(n), dst)
+    # Flushed, so that the copy's writeback does not land on the timed
+    # run's fsyncs.
+    os.sync()
     return dst
 
 
@@ -116,6 +119,7 @@ def floor_write(db, removed, repeat, secure_delete):
     for i in range(repeat):
         path = db + f".floor{i}"
         shutil.copy(db, path)
+        os.sync()
         conn = sqlite3.connect(path, isolation_level=None)
         if secure_delete:
             conn.execute(f"PRAGMA secure_delete = {secure_delete}")
