@@ -1,0 +1,65 @@
+"""The `sqlite-dedup` command from the source tree (the package with the
+release build beside it, as the wheel lays it out), run in a subprocess."""
+import os
+import shutil
+import sqlite3
+import subprocess
+
+import pipeline as P
+
+PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def package(tmp_path):
+    """The Python package with the extension where the wheel puts it."""
+    dst = tmp_path / "pkg" / "sqlite_dedup"
+    shutil.copytree(os.path.join(ROOT, "python", "sqlite_dedup"), dst)
+    shutil.copy(P.EXTENSION + ".so", dst / "dedup0.so")
+    return str(tmp_path / "pkg")
+
+
+def unique_urls(db):
+    """Raw URLs that one row of `db` carries."""
+    conn = sqlite3.connect(db)
+    urls = {u for (u,) in conn.execute("SELECT url FROM pages WHERE typeof(url) = 'text' GROUP BY url HAVING count(*) = 1")}
+    conn.close()
+    return urls
+
+
+def occurrences(path, text):
+    with open(path, "rb") as f:
+        return f.read().count(text.encode())
+
+
+def test_secure_delete_decides_whether_removed_rows_are_zeroed_where_they_were(tmp_path):
+    # A removed row stays whole in dedup_removed. With secure_delete on, its
+    # old place in pages is zeroed: its URL is in the file as often as before
+    # the run (the archive's copy for the old one), but for the few copies
+    # SQLite leaves behind when it rebalances pages (5% of the rows here).
+    # With it off, the freed space keeps the old bytes: once more for most.
+    before = {u: occurrences(P.DEMO, u) for u in unique_urls(P.DEMO)}
+    env = {**os.environ, "PYTHONPATH": package(tmp_path)}
+    more = {}
+    for mode in ("on", "off"):
+        db = str(tmp_path / f"{mode}.db")
+        shutil.copy(P.DEMO, db)
+        run = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--secure-delete", mode],
+                             capture_output=True, text=True, env=env)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith("run 1: 600 rows -> 244 rows")
+        conn = sqlite3.connect(db)
+        removed = [u for (u,) in conn.execute("SELECT url FROM dedup_removed") if u in before]
+        conn.close()
+        assert len(removed) > 200
+        more[mode] = sum(occurrences(db, u) > before[u] for u in removed) / len(removed)
+    assert more["on"] < 0.1 and more["off"] > 0.5, more
+
+
+def test_a_bad_secure_delete_value_is_refused_before_anything_runs(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    run = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--secure-delete", "maybe"],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": package(tmp_path)})
+    assert run.returncode == 2 and "invalid choice: 'maybe'" in run.stderr
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM pages").fetchone()[0] == 600
