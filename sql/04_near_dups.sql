@@ -87,7 +87,8 @@ FROM (
 )
 GROUP BY domain;
 
--- The texts are read from pages as the scan reaches them, not copied. With
+-- The window mode reads the texts from pages as the scan reaches them ('lsh'
+-- copies them first, below). With
 -- boilerplate stripped, a row whose content holds some of its domain's
 -- chrome is compared as normalize_text(title, blank line, content without
 -- those lines), the way parsed is made; other rows as they are.

@@ -94,28 +94,23 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     // One pass over the survivors for all columns (a pass per column read
     // every survivor's row again: 0.27 s against 0.06 s at 100k).
     if !rewrites.is_empty() {
-        let names: Vec<String> = rewrites
-            .iter()
-            .map(|(c, _, _)| format!("({})", quote_literal(c)))
-            .collect();
-        let pick = |value: &dyn Fn(&(String, String, String)) -> String| {
-            let arms: Vec<String> = rewrites
-                .iter()
-                .map(|r| format!("WHEN {} THEN {}", quote_literal(&r.0), value(r)))
-                .collect();
-            format!("CASE c.column1 {} END", arms.join(" "))
-        };
+        // Per column name (c.column1): its old value and whether it changes.
+        let (mut names, mut old, mut changed) = (Vec::new(), String::new(), String::new());
+        for (c, change, _) in &rewrites {
+            let name = quote_literal(c);
+            old += &format!(" WHEN {name} THEN g.{}", quote_ident(c));
+            changed += &format!(" WHEN {name} THEN ({change})");
+            names.push(format!("({name})"));
+        }
         db.execute(
             &format!(
                 "INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
-                 SELECT ?1, p.source_rowid, c.column1, {old}
+                 SELECT ?1, p.source_rowid, c.column1, CASE c.column1{old} END
                  FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
                  CROSS JOIN (VALUES {names}) AS c
                  WHERE p.skip_reason IS NULL
                    AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
-                   AND {changed}",
-                old = pick(&|r| format!("g.{}", quote_ident(&r.0))),
-                changed = pick(&|r| format!("({})", r.1)),
+                   AND CASE c.column1{changed} END",
                 names = names.join(", "),
                 rowid = source.rowid,
             ),
