@@ -43,37 +43,37 @@ struct Dense {
 }
 
 impl Dense {
-    /// The table of `a` in one pass, or `None` when `a` has more than
-    /// [`DENSE_MAX_DISTINCT`] distinct symbols.
+    /// The table of `a`, or `None` when `a` has more than
+    /// [`DENSE_MAX_DISTINCT`] distinct symbols. The rows are numbered in a
+    /// first pass and allocated at once (growing them symbol by symbol took
+    /// a reallocation each time the size doubled: contention for the
+    /// allocator's lock when threads build tables side by side).
     fn new<A: Copy + Into<u32>>(a: &[A]) -> Result<Option<Self>, Halt> {
         let words = a.len().div_ceil(64);
         let mut pm = Dense {
             words,
-            rows: try_vec(words, 0)?,
+            rows: Vec::new(),
             ascii: [0; 128],
             other: HashMap::new(),
         };
         let mut next = 1u32;
-        for (i, &c) in a.iter().enumerate() {
+        for &c in a {
             let c: u32 = c.into();
-            let row = match pm.lookup(c) {
-                0 => {
-                    if next as usize > DENSE_MAX_DISTINCT {
-                        return Ok(None);
-                    }
-                    let row = next;
-                    next += 1;
-                    pm.rows.try_reserve(words).map_err(|_| Halt::OutOfMemory)?;
-                    pm.rows.resize(pm.rows.len() + words, 0);
-                    if c < 128 {
-                        pm.ascii[c as usize] = row;
-                    } else {
-                        pm.other.insert(c, row);
-                    }
-                    row
+            if pm.lookup(c) == 0 {
+                if next as usize > DENSE_MAX_DISTINCT {
+                    return Ok(None);
                 }
-                row => row,
-            };
+                if c < 128 {
+                    pm.ascii[c as usize] = next;
+                } else {
+                    pm.other.insert(c, next);
+                }
+                next += 1;
+            }
+        }
+        pm.rows = try_vec(words.saturating_mul(next as usize), 0)?;
+        for (i, &c) in a.iter().enumerate() {
+            let row = pm.lookup(c.into());
             pm.rows[row as usize * words + i / 64] |= 1 << (i % 64);
         }
         Ok(Some(pm))

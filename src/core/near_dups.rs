@@ -17,10 +17,11 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::core::candidates::Candidates;
 use crate::core::halt::{try_collect, Halt};
-use crate::core::parallel::{map_polled, pool};
+use crate::core::parallel::{helpers, map_polled, pool};
 use crate::core::similarity::{
     max_distance_where, ratio_from_distance, CharHistogram, CodePoints, IndelQuery,
 };
@@ -133,8 +134,10 @@ pub(super) struct Prepared {
     pub(super) position: u64,
     pub(super) text: Text,
     pub(super) profile: Profile,
-    /// Neither a placeholder nor removed.
-    pub(super) alive: bool,
+    /// Neither a placeholder nor removed. Only ever goes from true to false;
+    /// atomic so that the window scan on the pool may read it ahead of the
+    /// election that clears it (a row seen removed is removed).
+    alive: AtomicBool,
 }
 
 impl Prepared {
@@ -148,8 +151,18 @@ impl Prepared {
             position,
             profile: Profile::new(&text),
             text,
-            alive,
+            alive: AtomicBool::new(alive),
         })
+    }
+
+    /// Neither a placeholder nor removed (yet).
+    pub(super) fn alive(&self) -> bool {
+        self.alive.load(Ordering::Relaxed)
+    }
+
+    /// Marks the row removed.
+    pub(super) fn remove(&self) {
+        self.alive.store(false, Ordering::Relaxed);
     }
 }
 
@@ -178,11 +191,12 @@ pub fn scan<E: From<Halt>>(
     distance: usize,
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
-    scan_on(pool(), rows, threshold, distance, poll)
+    scan_on(helpers(), rows, threshold, distance, poll)
 }
 
-/// [`scan`] on `pool` ([`scan_ahead`](crate::core::scan_ahead)), or on the
-/// calling thread when there is none: the same results either way.
+/// [`scan`] on `pool`'s threads and the calling thread
+/// ([`scan_ahead`](crate::core::scan_ahead)), or on the calling thread alone
+/// when there is no pool: the same results either way.
 pub fn scan_on<E: From<Halt>>(
     pool: Option<&ThreadPool>,
     rows: impl IntoIterator<Item = Result<ScanRow, E>>,
@@ -222,9 +236,9 @@ fn scan_sequential<E: From<Halt>>(
             }
         }
         let Some(anchor) = window.front() else { break };
-        if anchor.alive {
+        if anchor.alive() {
             let candidates: Vec<(usize, usize, usize)> = (1..window.len())
-                .filter(|&j| window[j].alive)
+                .filter(|&j| window[j].alive())
                 .filter_map(|j| {
                     within_bounds(&anchor.profile, &window[j].profile, threshold, &mut stats)
                         .map(|(total, max)| (j, total, max))
@@ -239,7 +253,7 @@ fn scan_sequential<E: From<Halt>>(
             )?;
             let member = |k: usize| (window[k].id, window[k].rank, window[k].position);
             for k in elect(0, &near, member, &mut removed) {
-                window[k].alive = false;
+                window[k].remove();
             }
         }
         window.pop_front();

@@ -1,14 +1,15 @@
 //! Parallel work that a caller can stop: jobs run on the crate's thread
-//! pool while the calling thread waits for their results and, every few
-//! milliseconds, asks `poll` whether to stop (the SQL layer polls
-//! `sqlite3_interrupt`, which only the calling thread may do). When the pool
-//! cannot start (a process limit), the work runs on the calling thread with
-//! the same results.
+//! pool while the calling thread waits for their results (or, with
+//! [`share_beside`], takes jobs too) and, every few milliseconds, asks
+//! `poll` whether to stop (the SQL layer polls `sqlite3_interrupt`, which
+//! only the calling thread may do). When the pool cannot start (a process
+//! limit), the work runs on the calling thread with the same results.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
@@ -30,6 +31,19 @@ pub fn pool() -> Option<&'static ThreadPool> {
         },
     )
     .as_ref()
+}
+
+/// A pool of one thread fewer than [`pool`], for work that the calling
+/// thread shares ([`share_beside`]); `None` when [`pool`] is `None` or has
+/// one thread.
+pub fn helpers() -> Option<&'static ThreadPool> {
+    static HELPERS: OnceLock<Option<ThreadPool>> = OnceLock::new();
+    HELPERS
+        .get_or_init(|| match pool()?.current_num_threads() {
+            n if n > 1 => build(Some(n - 1), false),
+            _ => None,
+        })
+        .as_ref()
 }
 
 /// A pool of `threads` threads (default: one per core), or `None` (never a
@@ -67,30 +81,9 @@ where
     R: Send,
     F: Fn(&T, &dyn Fn() -> bool) -> Result<Option<R>, Halt> + Sync,
 {
-    let pool = pool.filter(|_| items.len() > 1);
-    map_polled_beside(pool, items, f, poll, &mut || {})
-}
-
-/// [`map_polled`] that runs `beside` on the calling thread while the pool
-/// works (before it starts polling), e.g. to read the next input from a
-/// connection only that thread may use. Without a pool, `beside` runs
-/// first. `beside` is not polled: keep it short.
-pub fn map_polled_beside<T, R, F>(
-    pool: Option<&ThreadPool>,
-    items: &[T],
-    f: F,
-    poll: &mut dyn FnMut() -> bool,
-    beside: &mut dyn FnMut(),
-) -> Result<Vec<R>, Halt>
-where
-    T: Sync,
-    R: Send,
-    F: Fn(&T, &dyn Fn() -> bool) -> Result<Option<R>, Halt> + Sync,
-{
     let pool = match pool {
-        Some(p) if !items.is_empty() => p,
+        Some(p) if items.len() > 1 => p,
         _ => {
-            beside();
             let poll = std::cell::RefCell::new(poll);
             let stop = || (poll.borrow_mut())();
             let mut out = Vec::new();
@@ -124,7 +117,6 @@ where
             });
         }
         drop(tx);
-        beside();
         loop {
             match rx.recv_timeout(POLL_EVERY) {
                 Ok((i, Ok(Some(r)))) => results.push((i, r)),
@@ -144,6 +136,128 @@ where
         }
     });
     if let Some(e) = first_error {
+        return Err(e);
+    }
+    results.sort_unstable_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Work on the calling thread beside the pool's, given a stop callback.
+pub type Beside<'b> = dyn FnMut(&dyn Fn() -> bool) -> Result<(), Halt> + 'b;
+
+/// A stop callback for work on the calling thread: true once `poll` said
+/// stop, which it asks every few milliseconds at most.
+pub fn polling<'p>(poll: &'p mut dyn FnMut() -> bool) -> impl Fn() -> bool + 'p {
+    let poll = RefCell::new(poll);
+    let last = Cell::new(Instant::now());
+    let stopped = Cell::new(false);
+    move || {
+        if !stopped.get() && last.get().elapsed() >= POLL_EVERY {
+            last.set(Instant::now());
+            stopped.set((poll.borrow_mut())());
+        }
+        stopped.get()
+    }
+}
+
+/// `f` on every item, shared by `pool`'s threads and the calling thread,
+/// which first runs `beside` (e.g. reading from a connection only it may
+/// use; it gets a stop callback that polls) and then takes items too. With
+/// [`helpers`] that is one thread per core and none left waiting (on 2
+/// cores, a third thread waking and sleeping around every job cost the
+/// window scan a quarter of its time). Items are taken in order, one at a
+/// time. The calling thread asks `poll` between its items, inside `f` every
+/// few milliseconds, and while it waits for the others' last items. The
+/// `Some` results in item order; the first error other than
+/// [`Halt::Stopped`] if any.
+pub fn share_beside<T, R, F>(
+    pool: &ThreadPool,
+    items: &[T],
+    f: F,
+    poll: &mut dyn FnMut() -> bool,
+    beside: &mut Beside<'_>,
+) -> Result<Vec<R>, Halt>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T, &dyn Fn() -> bool) -> Result<Option<R>, Halt> + Sync,
+{
+    let helpers = pool.current_num_threads().min(items.len());
+    let next = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
+    let take = |stop: &dyn Fn() -> bool| -> Result<Vec<(usize, R)>, Halt> {
+        let mut out = Vec::new();
+        loop {
+            if stop() {
+                return Err(Halt::Stopped);
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return Ok(out);
+            };
+            if let Some(r) = f(item, stop)? {
+                out.push((i, r));
+            }
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    let mut results: Vec<(usize, R)> = Vec::new();
+    let mut errors: Vec<Halt> = Vec::new();
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            let tx = tx.clone();
+            let (take, stopped) = (&take, &stopped);
+            scope.spawn(move |_| {
+                let r = take(&|| stopped.load(Ordering::Relaxed));
+                if r.is_err() {
+                    stopped.store(true, Ordering::Relaxed);
+                }
+                let _ = tx.send(r);
+            });
+        }
+        drop(tx);
+        let mine = {
+            let polled = polling(&mut *poll);
+            let stop = || {
+                if stopped.load(Ordering::Relaxed) {
+                    return true;
+                }
+                let stop = polled();
+                if stop {
+                    stopped.store(true, Ordering::Relaxed);
+                }
+                stop
+            };
+            match beside(&stop) {
+                Ok(()) => take(&stop),
+                Err(e) => Err(e),
+            }
+        };
+        let mut settle = |r: Result<Vec<(usize, R)>, Halt>| match r {
+            Ok(v) => results.extend(v),
+            Err(e) => {
+                errors.push(e);
+                stopped.store(true, Ordering::Relaxed);
+            }
+        };
+        settle(mine);
+        loop {
+            match rx.recv_timeout(POLL_EVERY) {
+                Ok(r) => settle(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !stopped.load(Ordering::Relaxed) && poll() {
+                        settle(Err(Halt::Stopped));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    });
+    if let Some(&e) = errors
+        .iter()
+        .find(|&&e| e != Halt::Stopped)
+        .or(errors.first())
+    {
         return Err(e);
     }
     results.sort_unstable_by_key(|(i, _)| *i);
@@ -224,6 +338,93 @@ mod tests {
                 }
             },
             &mut || false,
+        );
+        assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
+    }
+
+    #[test]
+    fn shared_work_runs_beside_first_and_every_item_once_in_order() {
+        let pool = build(Some(1), false).unwrap();
+        let items: Vec<u64> = (0..500).collect();
+        let runs = AtomicUsize::new(0);
+        let read = AtomicBool::new(false);
+        let out = share_beside(
+            &pool,
+            &items,
+            |&x, _| {
+                runs.fetch_add(1, Ordering::Relaxed);
+                Ok((x % 3 != 0).then_some(x * 2))
+            },
+            &mut || false,
+            &mut |_| {
+                read.store(true, Ordering::Relaxed);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let expected: Vec<u64> = (0..500).filter(|x| x % 3 != 0).map(|x| x * 2).collect();
+        assert_eq!(out, expected);
+        assert_eq!(runs.load(Ordering::Relaxed), 500);
+        assert!(read.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn shared_work_stops_on_a_poll_and_returns_a_real_error_over_a_stop() {
+        let pool = build(Some(1), false).unwrap();
+        let items = [0u8; 8];
+        let long = |_: &u8, stop: &dyn Fn() -> bool| {
+            for _ in 0..10_000 {
+                if stop() {
+                    return Err(Halt::Stopped);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(Some(()))
+        };
+        let start = Instant::now();
+        let mut polls = 0;
+        let r = share_beside(
+            &pool,
+            &items,
+            long,
+            &mut || {
+                polls += 1;
+                polls > 5
+            },
+            &mut |_| Ok(()),
+        );
+        assert_eq!(r.unwrap_err(), Halt::Stopped);
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        // The helper runs out of memory while the calling thread's work
+        // stops because of it: the error is the helper's.
+        let items: Vec<u32> = (0..64).collect();
+        let r = share_beside(
+            &pool,
+            &items,
+            |&x, stop| {
+                if std::thread::current().name() == Some("dedup-0") {
+                    return Err(Halt::OutOfMemory);
+                }
+                while x > 0 && !stop() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(Some(x))
+            },
+            &mut || false,
+            &mut |_| Ok(()),
+        );
+        assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
+        // An error beside stops the calling thread's share.
+        let r = share_beside(
+            &pool,
+            &items,
+            |&x, _| Ok(Some(x)),
+            &mut || false,
+            &mut |_| Err(Halt::OutOfMemory),
         );
         assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
     }

@@ -278,7 +278,9 @@ def test_sigkill_at_any_point_leaves_the_database_as_before(tmp_path):
     assert killed_mid_run >= 3, f"only {killed_mid_run} kills landed mid-run ({duration:.2f}s run)"
 
 
-@pytest.mark.parametrize("scan", ["near_dups('t', 0.99, 500)", "near_dups_among('t', 'p', 0.99)"])
+# At 0.9 the window scan takes 8 s on 2 cores (15 s on one), far longer
+# than the 0.5 s before the interrupt (at 0.99 it now ends in 0.4 s).
+@pytest.mark.parametrize("scan", ["near_dups('t', 0.9, 500)", "near_dups_among('t', 'p', 0.9)"])
 def test_interrupt_stops_a_long_scan_promptly(tmp_path, scan):
     conn = P.connect(os.path.join(str(tmp_path), "slow.db"))
     # Anagram-like texts pass the length and histogram bounds: every pair
