@@ -7,6 +7,8 @@
 -- compared, never removed. canonical_url is NULL for a row that leaves the
 -- pipeline here (discard_reason says why). Rows without parsed text but
 -- with content get parsed/content_hash/length computed (fill_parsed is set);
+-- has_text notes whether the text phase 4 compares is empty, while the text
+-- is at hand (phase 4 then need not read it to know);
 -- nothing is written to the user's tables before the runner applies the plan.
 -- With the url_rules setting on, each URL's options also drop the
 -- parameters dedup_url_rules says never change content on its domain/path
@@ -24,7 +26,8 @@ CREATE TEMP TABLE _dedup_prepared (
   crawled        TEXT,
   length         INTEGER,
   category       TEXT,
-  fill_parsed    TEXT
+  fill_parsed    TEXT,
+  has_text       INTEGER  -- parsed (or fill_parsed) is not empty: phase 4 compares only these
 );
 -- (LIMIT -1 keeps the subquery a co-routine: each function runs once a row.)
 WITH checked AS (
@@ -60,6 +63,7 @@ SELECT s.rid,
                    WHEN s.length IS NULL AND s.parsed <> '' THEN length(s.parsed)
                    ELSE s.length END, 0),
        s.category,
-       s.fill
+       s.fill,
+       coalesce(s.fill, s.parsed, '') <> ''
 FROM src AS s;
 CREATE INDEX temp._dedup_prepared_url ON _dedup_prepared (canonical_url);

@@ -27,8 +27,7 @@ WITH live AS (
          coalesce(p.length, 0) AS length
   FROM _dedup_exact_winners AS w
   JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-  JOIN _dedup_source AS g ON g.rid = w.source_rowid
-  WHERE coalesce(p.fill_parsed, g.parsed) <> ''
+  WHERE p.has_text
 ),
 -- Rows an earlier run removed in phase 4 or 5 (temp._dedup_archive: the
 -- runner's view of dedup_removed) keep their window slot (as
