@@ -268,6 +268,17 @@ where
 mod tests {
     use super::*;
 
+    /// Ten seconds of work unless stopped.
+    fn long(_: &u8, stop: &dyn Fn() -> bool) -> Result<Option<()>, Halt> {
+        for _ in 0..10_000 {
+            if stop() {
+                return Err(Halt::Stopped);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(Some(()))
+    }
+
     fn squares_of_evens(pool: Option<&ThreadPool>) -> Vec<u64> {
         let items: Vec<u64> = (0..200).collect();
         map_polled(
@@ -294,16 +305,6 @@ mod tests {
         let pool = build(Some(2), false).unwrap();
         let items = [0u8; 4];
         let start = std::time::Instant::now();
-        let long = |_: &u8, stop: &dyn Fn() -> bool| {
-            // Ten seconds of work unless stopped.
-            for _ in 0..10_000 {
-                if stop() {
-                    return Err(Halt::Stopped);
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Ok(Some(()))
-        };
         let mut polls = 0;
         let r = map_polled(Some(&pool), &items, long, &mut || {
             polls += 1;
@@ -372,15 +373,6 @@ mod tests {
     fn shared_work_stops_on_a_poll_and_returns_a_real_error_over_a_stop() {
         let pool = build(Some(1), false).unwrap();
         let items = [0u8; 8];
-        let long = |_: &u8, stop: &dyn Fn() -> bool| {
-            for _ in 0..10_000 {
-                if stop() {
-                    return Err(Halt::Stopped);
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Ok(Some(()))
-        };
         let start = Instant::now();
         let mut polls = 0;
         let r = share_beside(
