@@ -142,9 +142,6 @@ where
     Ok(results.into_iter().map(|(_, r)| r).collect())
 }
 
-/// Work on the calling thread beside the pool's, given a stop callback.
-pub type Beside<'b> = dyn FnMut(&dyn Fn() -> bool) -> Result<(), Halt> + 'b;
-
 /// A stop callback for work on the calling thread: true once `poll` said
 /// stop, which it asks every few milliseconds at most.
 pub fn polling<'p>(poll: &'p mut dyn FnMut() -> bool) -> impl Fn() -> bool + 'p {
@@ -162,7 +159,7 @@ pub fn polling<'p>(poll: &'p mut dyn FnMut() -> bool) -> impl Fn() -> bool + 'p 
 
 /// `f` on every item, shared by `pool`'s threads and the calling thread,
 /// which first runs `beside` (e.g. reading from a connection only it may
-/// use; it gets a stop callback that polls) and then takes items too. With
+/// use; keep it short: it is not polled) and then takes items too. With
 /// [`helpers`] that is one thread per core and none left waiting (on 2
 /// cores, a third thread waking and sleeping around every job cost the
 /// window scan a quarter of its time). Items are taken in order, one at a
@@ -175,7 +172,7 @@ pub fn share_beside<T, R, F>(
     items: &[T],
     f: F,
     poll: &mut dyn FnMut() -> bool,
-    beside: &mut Beside<'_>,
+    beside: &mut dyn FnMut() -> Result<(), Halt>,
 ) -> Result<Vec<R>, Halt>
 where
     T: Sync,
@@ -228,7 +225,7 @@ where
                 }
                 stop
             };
-            match beside(&stop) {
+            match beside() {
                 Ok(()) => take(&stop),
                 Err(e) => Err(e),
             }
@@ -357,7 +354,7 @@ mod tests {
                 Ok((x % 3 != 0).then_some(x * 2))
             },
             &mut || false,
-            &mut |_| {
+            &mut || {
                 read.store(true, Ordering::Relaxed);
                 Ok(())
             },
@@ -383,7 +380,7 @@ mod tests {
                 polls += 1;
                 polls > 5
             },
-            &mut |_| Ok(()),
+            &mut || Ok(()),
         );
         assert_eq!(r.unwrap_err(), Halt::Stopped);
         assert!(
@@ -407,7 +404,7 @@ mod tests {
                 Ok(Some(x))
             },
             &mut || false,
-            &mut |_| Ok(()),
+            &mut || Ok(()),
         );
         assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
         // An error beside stops the calling thread's share.
@@ -416,7 +413,7 @@ mod tests {
             &items,
             |&x, _| Ok(Some(x)),
             &mut || false,
-            &mut |_| Err(Halt::OutOfMemory),
+            &mut || Err(Halt::OutOfMemory),
         );
         assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
     }

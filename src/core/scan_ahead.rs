@@ -214,7 +214,7 @@ fn scan_in_chunks<E: From<Halt>>(
             }))
         };
         // The connection's thread reads the next rows, then takes jobs too.
-        let done = share_beside(pool, &jobs, job, poll, &mut |_| {
+        let done = share_beside(pool, &jobs, job, poll, &mut || {
             reader.read(usize::MAX);
             Ok(())
         })?;

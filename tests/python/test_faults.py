@@ -134,14 +134,19 @@ def test_a_fault_changes_nothing_and_a_rerun_completes(tmp_path, reference, host
     check_fault(tmp_path, host, fault, reference, crawl.make(str(tmp_path / "crawl.db")))
 
 
-def with_lsh(db):
-    """Sets near_mode = 'lsh' in the database's dedup_settings."""
+def with_settings(db, **settings):
+    """Writes `settings` into the database's dedup_settings; returns `db`."""
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value)")
-    conn.execute("INSERT OR REPLACE INTO dedup_settings VALUES ('near_mode', 'lsh')")
+    conn.executemany("INSERT OR REPLACE INTO dedup_settings VALUES (?, ?)", settings.items())
     conn.commit()
     conn.close()
     return db
+
+
+def with_lsh(db):
+    """Sets near_mode = 'lsh' in the database's dedup_settings."""
+    return with_settings(db, near_mode="lsh")
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -224,12 +229,7 @@ def test_restore_faults_change_nothing(tmp_path, reference, host):
 def slow_crawl(path):
     """About 2,750 rows and a wide window: a run of a few seconds."""
     crawl.make(path, n_articles=1500)
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
-    conn.execute("INSERT INTO dedup_settings VALUES ('distance', 800)")
-    conn.commit()
-    conn.close()
-    return path
+    return with_settings(path, distance=800)
 
 
 @pytest.fixture(scope="module")
