@@ -125,6 +125,15 @@ impl Text {
             None => CodePoints::Ascii(self.text.as_bytes()),
         }
     }
+
+    /// The text's table for the kernel, borrowing the text (so that it can
+    /// be shared with the threads that help compare it).
+    pub(super) fn query(&self) -> Result<IndelQuery<'_>, Halt> {
+        match &self.wide {
+            Some(chars) => IndelQuery::wide(chars),
+            None => IndelQuery::ascii(self.text.as_bytes()),
+        }
+    }
 }
 
 /// A row of the window.

@@ -1,6 +1,8 @@
 //! Parallel work that a caller can stop: jobs run on the crate's thread
 //! pool while the calling thread waits for their results (or, with
-//! [`share_beside`], takes jobs too) and, every few milliseconds, asks
+//! [`share_beside`], takes jobs too, and a job may share its long work
+//! with the threads that have none left: [`map_shared`]) and, every few
+//! milliseconds, asks
 //! `poll` whether to stop (the SQL layer polls `sqlite3_interrupt`, which
 //! only the calling thread may do). When the pool cannot start (a process
 //! limit), the work runs on the calling thread with the same results.
@@ -8,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
@@ -163,14 +165,17 @@ pub fn polling<'p>(poll: &'p mut dyn FnMut() -> bool) -> impl Fn() -> bool + 'p 
 /// [`helpers`] that is one thread per core and none left waiting (on 2
 /// cores, a third thread waking and sleeping around every job cost the
 /// window scan a quarter of its time). Items are taken in order, one at a
-/// time. The calling thread asks `poll` between its items, inside `f` every
-/// few milliseconds, and while it waits for the others' last items. The
-/// `Some` results in item order; the first error other than
-/// [`Halt::Stopped`] if any.
-pub fn share_beside<T, R, F>(
+/// time; a thread left without items helps with the work that the items
+/// still running post on `board` ([`map_shared`]) until they are done. The
+/// calling thread asks `poll` between its items, inside `f` every few
+/// milliseconds, and while it waits for the others' last items. The `Some`
+/// results in item order; the first error other than [`Halt::Stopped`] if
+/// any.
+pub fn share_beside<'a, T, R, F>(
     pool: &ThreadPool,
     items: &[T],
     f: F,
+    board: &Board<'a>,
     poll: &mut dyn FnMut() -> bool,
     beside: &mut dyn FnMut() -> Result<(), Halt>,
 ) -> Result<Vec<R>, Halt>
@@ -188,14 +193,32 @@ where
             if stop() {
                 return Err(Halt::Stopped);
             }
-            let i = next.fetch_add(1, Ordering::Relaxed);
+            // Counted as running before it is taken: a thread that finds
+            // no item left also finds this one running.
+            board.running.fetch_add(1, Ordering::SeqCst);
+            let i = next.fetch_add(1, Ordering::SeqCst);
             let Some(item) = items.get(i) else {
-                return Ok(out);
+                board.running.fetch_sub(1, Ordering::SeqCst);
+                break;
             };
-            if let Some(r) = f(item, stop)? {
+            let r = f(item, stop);
+            board.running.fetch_sub(1, Ordering::SeqCst);
+            if let Some(r) = r? {
                 out.push((i, r));
             }
         }
+        let mut waits = 0u32;
+        while board.running.load(Ordering::SeqCst) > 0 {
+            if stop() {
+                return Err(Halt::Stopped);
+            }
+            if board.help(stop) {
+                waits = 0;
+            } else {
+                wait_a_little(&mut waits);
+            }
+        }
+        Ok(out)
     };
     let (tx, rx) = mpsc::channel();
     let mut results: Vec<(usize, R)> = Vec::new();
@@ -259,6 +282,135 @@ where
     }
     results.sort_unstable_by_key(|(i, _)| *i);
     Ok(results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Yields to other threads the first few times, then sleeps a tenth of a
+/// millisecond: a thread waiting for work that may come soon, or for long.
+fn wait_a_little(waits: &mut u32) {
+    if *waits < 1000 {
+        *waits += 1;
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// Work that the items of a [`share_beside`] post for its threads that
+/// have no item left ([`map_shared`]).
+#[derive(Default)]
+pub struct Board<'a> {
+    posted: Mutex<Vec<Arc<dyn Help + 'a>>>,
+    /// Items taken and not finished.
+    running: AtomicUsize,
+}
+
+impl<'a> Board<'a> {
+    /// Helps with the latest work posted, if any, until none of it is left
+    /// to take; false when none was posted.
+    fn help(&self, stop: &dyn Fn() -> bool) -> bool {
+        let posted = self
+            .posted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last()
+            .cloned();
+        match posted {
+            Some(work) => {
+                work.help(stop);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Posted work: pieces that any thread may take.
+trait Help: Send + Sync {
+    /// Takes and does pieces until none is left to take.
+    fn help(&self, stop: &dyn Fn() -> bool);
+}
+
+/// The items of a [`map_shared`] and their results.
+struct Shared<T, R, F> {
+    items: Vec<T>,
+    f: F,
+    next: AtomicUsize,
+    done: AtomicUsize,
+    results: Vec<Mutex<Option<Result<R, Halt>>>>,
+}
+
+impl<T, R, F> Help for Shared<T, R, F>
+where
+    T: Send + Sync,
+    R: Send,
+    F: Fn(&T, &dyn Fn() -> bool) -> Result<R, Halt> + Send + Sync,
+{
+    fn help(&self, stop: &dyn Fn() -> bool) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = self.items.get(i) else {
+                return;
+            };
+            let r = if stop() {
+                Err(Halt::Stopped)
+            } else {
+                (self.f)(item, stop)
+            };
+            *self.results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// `f` on every item, on this thread and on those of the [`share_beside`]
+/// that `board` belongs to which have no item of their own left (without
+/// any, all on this thread). For an item of the share whose work is long
+/// (an anchor of long pages): the other threads help instead of waiting
+/// for it. The results in item order; the first error other than
+/// [`Halt::Stopped`] if any.
+pub fn map_shared<'a, T, R, F>(
+    board: &Board<'a>,
+    items: Vec<T>,
+    f: F,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<R>, Halt>
+where
+    T: Send + Sync + 'a,
+    R: Send + 'a,
+    F: Fn(&T, &dyn Fn() -> bool) -> Result<R, Halt> + Send + Sync + 'a,
+{
+    let n = items.len();
+    let results = (0..n).map(|_| Mutex::new(None)).collect();
+    let shared = Arc::new(Shared {
+        items,
+        f,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        results,
+    });
+    let posted = || board.posted.lock().unwrap_or_else(|e| e.into_inner());
+    posted().push(shared.clone());
+    shared.help(stop);
+    posted().retain(|w| !std::ptr::addr_eq(Arc::as_ptr(w), Arc::as_ptr(&shared)));
+    // The pieces the others took: each takes one kernel at most.
+    let mut waits = 0;
+    while shared.done.load(Ordering::Acquire) < n {
+        wait_a_little(&mut waits);
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut stopped = false;
+    for slot in &shared.results {
+        let r = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match r.expect("every piece is done") {
+            Ok(r) => out.push(r),
+            Err(Halt::Stopped) => stopped = true,
+            Err(e) => return Err(e),
+        }
+    }
+    if stopped {
+        return Err(Halt::Stopped);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -353,6 +505,7 @@ mod tests {
                 runs.fetch_add(1, Ordering::Relaxed);
                 Ok((x % 3 != 0).then_some(x * 2))
             },
+            &Board::default(),
             &mut || false,
             &mut || {
                 read.store(true, Ordering::Relaxed);
@@ -376,6 +529,7 @@ mod tests {
             &pool,
             &items,
             long,
+            &Board::default(),
             &mut || {
                 polls += 1;
                 polls > 5
@@ -403,6 +557,7 @@ mod tests {
                 }
                 Ok(Some(x))
             },
+            &Board::default(),
             &mut || false,
             &mut || Ok(()),
         );
@@ -412,9 +567,70 @@ mod tests {
             &pool,
             &items,
             |&x, _| Ok(Some(x)),
+            &Board::default(),
             &mut || false,
             &mut || Err(Halt::OutOfMemory),
         );
         assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
+    }
+
+    #[test]
+    fn a_thread_with_no_item_left_helps_with_the_work_posted() {
+        let pool = build(Some(1), false).unwrap();
+        let poster = Mutex::new(None);
+        let helped = AtomicUsize::new(0);
+        let board = Board::default();
+        let items = [0u64, 1];
+        let out = share_beside(
+            &pool,
+            &items,
+            |&x, stop| {
+                if x == 0 {
+                    return Ok(Some(vec![0]));
+                }
+                *poster.lock().unwrap() = Some(std::thread::current().id());
+                let pieces: Vec<u64> = (0..64).collect();
+                let squares = map_shared(
+                    &board,
+                    pieces,
+                    |&p, _| {
+                        if Some(std::thread::current().id()) != *poster.lock().unwrap() {
+                            helped.fetch_add(1, Ordering::Relaxed);
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                        Ok(p * p)
+                    },
+                    stop,
+                )?;
+                Ok(Some(squares))
+            },
+            &board,
+            &mut || false,
+            &mut || Ok(()),
+        )
+        .unwrap();
+        assert_eq!(out[0], vec![0]);
+        assert_eq!(out[1], (0..64).map(|p| p * p).collect::<Vec<u64>>());
+        assert!(helped.load(Ordering::Relaxed) > 0);
+    }
+
+    #[test]
+    fn shared_work_alone_runs_here_and_returns_a_real_error_over_a_stop() {
+        let board = Board::default();
+        let out = map_shared(&board, (0..10u32).collect(), |&x, _| Ok(x + 1), &|| false);
+        assert_eq!(out.unwrap(), (1..11).collect::<Vec<u32>>());
+        let r = map_shared(
+            &board,
+            (0..10u32).collect(),
+            |&x, _| match x {
+                3 => Err(Halt::Stopped),
+                7 => Err(Halt::OutOfMemory),
+                _ => Ok(x),
+            },
+            &|| false,
+        );
+        assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
+        let r = map_shared(&board, vec![1u8; 4], |&x, _| Ok(x), &|| true);
+        assert_eq!(r.unwrap_err(), Halt::Stopped);
     }
 }

@@ -124,13 +124,25 @@ enum Query<'a> {
 impl<'a> IndelQuery<'a> {
     /// Builds the table of `a` (fallibly).
     pub fn new(a: &'a CodePoints<'_>) -> Result<Self, Halt> {
-        let query = match a {
-            CodePoints::Ascii(x) => Query::Ascii(LcsQuery::new(x)?),
-            CodePoints::Wide(x) => Query::Wide(LcsQuery::new(x)?),
-        };
+        match a {
+            CodePoints::Ascii(x) => Self::ascii(x),
+            CodePoints::Wide(x) => Self::wide(x),
+        }
+    }
+
+    /// The table of an ASCII text's bytes, borrowing them (fallibly).
+    pub fn ascii(a: &'a [u8]) -> Result<Self, Halt> {
         Ok(IndelQuery {
             len: a.len(),
-            query,
+            query: Query::Ascii(LcsQuery::new(a)?),
+        })
+    }
+
+    /// The table of a text's code points, borrowing them (fallibly).
+    pub fn wide(a: &'a [char]) -> Result<Self, Halt> {
+        Ok(IndelQuery {
+            len: a.len(),
+            query: Query::Wide(LcsQuery::new(a)?),
         })
     }
 
