@@ -35,7 +35,6 @@
 //! earlier anchor of the chunk could make moot, in waves or handed out as
 //! verdicts arrive) was measured and lost: see docs/pipeline.md.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Mutex;
 
@@ -90,6 +89,9 @@ enum Job {
     Speculate(Range<usize>),
     /// Profiles for these rows read in the round before.
     Prepare(Range<usize>),
+    /// Drop the rows and verdicts of the election of the round before
+    /// (last, to fill the round's end).
+    Retire,
 }
 
 /// The verdicts of a run of consecutive anchors, one list per anchor, in
@@ -127,6 +129,7 @@ enum Done {
     Elected,
     Speculated(Verdicts),
     Prepared(Vec<Prepared>),
+    Retired,
 }
 
 /// [`scan`](super::near_dups::scan) on `pool`: the same removals, in the
@@ -166,8 +169,11 @@ fn scan_in_chunks<E: From<Halt>>(
     };
     // The window starts with the anchors of the chunk speculated on in the
     // round before, whose election is pending (one verdict list each, a
-    // `Verdicts` per job).
-    let mut window: VecDeque<Prepared> = VecDeque::new();
+    // `Verdicts` per job). What the last election is done with is dropped
+    // by a job of the next round, which leaves its buffer for the next
+    // window (no allocation, and no copy of the rows when a ring wraps).
+    let mut window: Vec<Prepared> = Vec::new();
+    let mut retired: (Vec<Prepared>, Vec<Verdicts>) = Default::default();
     let mut pending: Vec<Verdicts> = Vec::new();
     let mut unprepared: Vec<(ScanRow, u64)> = Vec::new();
     let mut stats = ScanStats::default();
@@ -179,7 +185,7 @@ fn scan_in_chunks<E: From<Halt>>(
         let more = !reader.exhausted || !unprepared.is_empty();
         let held: usize = pending.iter().map(|v| v.ends.len()).sum();
         if window.len() == held && !more {
-            let w: &[Prepared] = window.make_contiguous();
+            let w: &[Prepared] = &window;
             let stop = polling(poll);
             elect_pending(w, &pending, &mut stats, &mut removed, None, &stop)?;
             break;
@@ -201,11 +207,13 @@ fn scan_in_chunks<E: From<Halt>>(
             .into_iter()
             .chain(guided(held..held + anchors, speculate_rows.max(1)).map(Job::Speculate))
             .chain(ranges(0..slots.len(), PREPARE_ROWS).map(Job::Prepare))
+            .chain((!retired.0.is_empty()).then_some(Job::Retire))
             .collect();
+        let retire = Mutex::new(std::mem::take(&mut retired));
         let after = ahead - anchors + slots.len();
         reader.wanted = wanted.saturating_sub(after).max(chunk);
         reader.bytes = 0;
-        let w: &[Prepared] = window.make_contiguous();
+        let w: &[Prepared] = &window;
         let tally = Mutex::new((std::mem::take(&mut stats), std::mem::take(&mut removed)));
         let board = Board::default();
         let share = Share {
@@ -240,6 +248,12 @@ fn scan_in_chunks<E: From<Halt>>(
                         })
                         .collect::<Result<_, Halt>>()?,
                 ),
+                Job::Retire => {
+                    let mut retire = retire.lock().unwrap_or_else(|e| e.into_inner());
+                    retire.0.clear();
+                    retire.1 = Vec::new();
+                    Done::Retired
+                }
             }))
         };
         // The connection's thread reads the next rows, then takes jobs too.
@@ -251,17 +265,18 @@ fn scan_in_chunks<E: From<Halt>>(
         let done = done?;
         (stats, removed) = tally.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut verdicts = Vec::with_capacity(jobs.len());
-        let mut prepared = Vec::with_capacity(slots.len());
+        let (mut spare, _) = retire.into_inner().unwrap_or_else(|e| e.into_inner());
+        spare.clear();
+        spare.extend(window.drain(held..));
         for d in done {
             match d {
                 Done::Speculated(v) => verdicts.push(v),
-                Done::Prepared(p) => prepared.extend(p),
-                Done::Elected => {}
+                Done::Prepared(p) => spare.extend(p),
+                Done::Elected | Done::Retired => {}
             }
         }
-        window.drain(..held);
-        pending = verdicts;
-        window.extend(prepared);
+        std::mem::swap(&mut window, &mut spare);
+        retired = (spare, std::mem::replace(&mut pending, verdicts));
         unprepared = reader.take()?;
     }
     stats.rows = reader.position;
