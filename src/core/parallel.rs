@@ -306,7 +306,7 @@ pub struct Board<'a> {
 
 impl<'a> Board<'a> {
     /// Helps with the latest work posted, if any, until none of it is left
-    /// to take; false when none was posted.
+    /// to take; false when there was none to take.
     fn help(&self, stop: &dyn Fn() -> bool) -> bool {
         let posted = self
             .posted
@@ -314,20 +314,15 @@ impl<'a> Board<'a> {
             .unwrap_or_else(|e| e.into_inner())
             .last()
             .cloned();
-        match posted {
-            Some(work) => {
-                work.help(stop);
-                true
-            }
-            None => false,
-        }
+        posted.is_some_and(|work| work.help(stop))
     }
 }
 
 /// Posted work: pieces that any thread may take.
 trait Help: Send + Sync {
-    /// Takes and does pieces until none is left to take.
-    fn help(&self, stop: &dyn Fn() -> bool);
+    /// Takes and does pieces until none is left to take; false when there
+    /// was none.
+    fn help(&self, stop: &dyn Fn() -> bool) -> bool;
 }
 
 /// The items of a [`map_shared`] and their results.
@@ -345,12 +340,14 @@ where
     R: Send,
     F: Fn(&T, &dyn Fn() -> bool) -> Result<R, Halt> + Send + Sync,
 {
-    fn help(&self, stop: &dyn Fn() -> bool) {
+    fn help(&self, stop: &dyn Fn() -> bool) -> bool {
+        let mut took = false;
         loop {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(item) = self.items.get(i) else {
-                return;
+                return took;
             };
+            took = true;
             let r = if stop() {
                 Err(Halt::Stopped)
             } else {
