@@ -594,7 +594,9 @@ mod tests {
                         if Some(std::thread::current().id()) != *poster.lock().unwrap() {
                             helped.fetch_add(1, Ordering::Relaxed);
                         }
-                        std::thread::sleep(Duration::from_millis(1));
+                        // Long enough for the other thread to arrive
+                        // even on a loaded machine.
+                        std::thread::sleep(Duration::from_millis(3));
                         Ok(p * p)
                     },
                     stop,
