@@ -71,6 +71,11 @@ fn in_transaction<T>(
         (true, Lock::Read) => "BEGIN".to_string(),
         (false, _) => format!("SAVEPOINT {SAVEPOINT}"),
     };
+    let breaker = Breaker::new(db).map_err(|e| {
+        DedupError::new(format!(
+            "{function}: could not start, nothing was changed: {e}"
+        ))
+    })?;
     db.execute_batch(&begin).map_err(|e| {
         DedupError::new(format!(
             "{function}: could not start the transaction, nothing was changed: {e}"
@@ -95,32 +100,117 @@ fn in_transaction<T>(
             };
             match db.execute_batch(&end) {
                 Ok(()) => Ok(value),
-                Err(e) => {
-                    roll_back(db, owned);
-                    Err(DedupError::new(format!(
-                        "{function}: could not commit, nothing was changed: {e}"
-                    )))
-                }
+                Err(e) => Err(undone(
+                    db,
+                    owned,
+                    &breaker,
+                    function,
+                    format!("{function}: could not commit, nothing was changed: {e}"),
+                )),
             }
         }
-        Err(e) => {
-            roll_back(db, owned);
-            Err(e)
+        Err(e) => Err(undone(db, owned, &breaker, function, e.to_string())),
+    }
+}
+
+/// The one statement that can still end a transaction after an interrupt.
+///
+/// After `sqlite3_interrupt`, every statement this connection starts fails
+/// while any of its statements is still running, and the caller's `SELECT
+/// dedup_run()` is: a ROLLBACK is refused (it writes nothing, so SQLite
+/// does not roll back for it). But a statement that writes, when
+/// interrupted, makes SQLite roll back the whole transaction itself. This
+/// one sets the temp schema's `user_version` to the value it had before
+/// the call (so, not interrupted, it changes nothing). Its text has no
+/// white space and ends in `;`: SQLite's parser looks for an interrupt only
+/// at white space, comments and the end of the text, so it can still be
+/// prepared. (A statement prepared earlier would not do: the run's temp
+/// tables expire it, and re-preparing it is refused.)
+struct Breaker(std::ffi::CString);
+
+impl Breaker {
+    /// The statement for this connection, read before the transaction.
+    fn new(db: &Connection) -> rusqlite::Result<Self> {
+        let version: i64 = db.query_row("PRAGMA temp.user_version", [], |r| r.get(0))?;
+        let sql = format!("PRAGMA\"temp\".\"user_version\"={version};");
+        Ok(Breaker(std::ffi::CString::new(sql).expect("no NUL in SQL")))
+    }
+
+    /// Prepares, steps and finalizes the statement (its error, if any, is
+    /// the interrupt itself).
+    fn step(&self, db: &Connection) {
+        // Safety: the handle is this connection's, used on its own thread;
+        // the statement is finalized before returning.
+        unsafe {
+            let mut stmt = std::ptr::null_mut();
+            let rc = ffi::sqlite3_prepare_v2(
+                db.handle(),
+                self.0.as_ptr(),
+                -1,
+                &mut stmt,
+                std::ptr::null_mut(),
+            );
+            if rc == ffi::SQLITE_OK && !stmt.is_null() {
+                ffi::sqlite3_step(stmt);
+            }
+            ffi::sqlite3_finalize(stmt);
         }
     }
 }
 
-/// Undoes what the work did. SQLite may already have rolled the whole
-/// transaction back itself (after a full disk, an I/O error or an
-/// interrupt); then there is nothing left to undo.
-fn roll_back(db: &Connection, owned: bool) {
+/// Undoes what the work did after it failed with `message`, and returns the
+/// error that says truthfully what the database now holds.
+///
+/// SQLite may already have rolled the whole transaction back itself (after
+/// a full disk, an I/O error, or an interrupted write); inside the caller's
+/// transaction that undid the caller's own earlier changes too, and the
+/// error says so.
+fn undone(
+    db: &Connection,
+    owned: bool,
+    breaker: &Breaker,
+    function: &str,
+    message: String,
+) -> DedupError {
     if owned {
         if !db.is_autocommit() {
             let _ = db.execute_batch("ROLLBACK");
         }
-    } else if !db.is_autocommit() {
-        let _ = db.execute_batch(&format!("ROLLBACK TO {SAVEPOINT}; RELEASE {SAVEPOINT}"));
+        if !db.is_autocommit() {
+            breaker.step(db);
+        }
+        if db.is_autocommit() {
+            return DedupError::new(message);
+        }
+        return still_open(function, message);
     }
+    if !db.is_autocommit() {
+        let undo = format!("ROLLBACK TO {SAVEPOINT}; RELEASE {SAVEPOINT}");
+        if db.execute_batch(&undo).is_ok() {
+            return DedupError::new(message);
+        }
+        // The savepoint cannot be reached: end the whole transaction rather
+        // than leave part of a run in it for the caller to commit.
+        breaker.step(db);
+    }
+    if db.is_autocommit() {
+        return DedupError::new(format!(
+            "{message}; but the transaction {function} ran inside was rolled back as a whole \
+             (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
+             in it before {function} are undone too, and nothing of the run was kept"
+        ));
+    }
+    still_open(function, message)
+}
+
+/// The error when neither ROLLBACK nor the breaker could end the
+/// transaction: the run's writes are still pending in it.
+fn still_open(function: &str, message: String) -> DedupError {
+    let what = message.replace("nothing was changed", "the run was not undone");
+    DedupError::new(format!(
+        "{what}; {function} could not roll back its own transaction, which still holds part of \
+         the run: ROLLBACK it (or close the connection) and do not COMMIT"
+    ))
 }
 
 /// How many statements of this connection are running (stepped and not

@@ -186,14 +186,15 @@ impl Source {
             ));
         };
         let quoted = quote_ident(&name);
-        if db
-            .prepare(&format!("SELECT {rowid} FROM main.{quoted} LIMIT 0"))
-            .is_err()
-        {
-            return fail(format!(
+        match db.prepare(&format!("SELECT {rowid} FROM main.{quoted} LIMIT 0")) {
+            Ok(_) => {}
+            // Only "no such column" means no rowid: an interrupt or a lock
+            // is reported as itself.
+            Err(e) if !e.to_string().contains("no such column") => return Err(e.into()),
+            Err(_) => return fail(format!(
                 "dedup: {} is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)",
                 excerpt(&name)
-            ));
+            )),
         }
         let pks: Vec<&Column> = columns.iter().filter(|c| c.pk > 0).collect();
         let rowid_column = match pks.as_slice() {

@@ -1,0 +1,104 @@
+"""Interrupts at VM steps of a small run and of a restore, in every host
+that can interrupt (Node's better-sqlite3 cannot): after each, whatever the
+host does next (here the careless case: COMMIT), the database is as before
+or the call is done, never half; the connection is never left inside the
+call's transaction; and the caller's own pending work is kept or the error
+says it is gone. Python and apsw interrupt with sqlite3_interrupt from a
+progress handler (every STRIDE-th step of the whole run; DEDUP_INTERRUPT_STRIDE=1
+tries them all), the shell with its `.progress N --limit K`."""
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import crawl
+import hosts as H
+import pipeline as P
+from pipeline import fingerprint, without_times
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STRIDE = int(os.environ.get("DEDUP_INTERRUPT_STRIDE", "0"))
+SEED = int(os.environ.get("PROPTEST_RNG_SEED", random.randrange(1 << 30)))
+
+
+def template(path, function):
+    """A small crawl (every phase removes something) and the caller's own table."""
+    crawl.make(path, n_articles=4)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE mine (x)")
+    conn.commit()
+    conn.close()
+    if function == "dedup_restore":
+        conn = P.connect(path)
+        conn.execute("SELECT dedup_run()").fetchone()
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize("function", ["dedup_run", "dedup_restore"])
+@pytest.mark.parametrize("host,stride", [("python", 1), ("apsw", 3)])
+def test_an_interrupt_at_any_step_leaves_before_or_done(tmp_path, host, stride, function):
+    if host not in H.available():
+        pytest.skip(f"{host} is not installed here (.ci/run installs it)")
+    db = template(str(tmp_path / "t.db"), function)
+    stride = STRIDE or stride
+    proc = subprocess.run([H.PYTHON, os.path.join(HERE, "interrupt_sweep.py"), host, function, db,
+                           str(stride), str(SEED % stride)],
+                          capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, DEDUP_EXTENSION=P.EXTENSION))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    print(f"{host} {function}: {result['tried']} of {result['steps']} steps tried (seed {SEED})")
+    assert result["steps"] > 1000 and result["tried"] >= result["steps"] // stride - 1, result
+    assert result["failed"] == 0, json.dumps(result["failures"], indent=1)
+
+
+def shell(db, body):
+    proc = subprocess.run(["sqlite3", db], input=f".load {P.EXTENSION}\n{body}\n", capture_output=True,
+                          text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("function", ["dedup_run", "dedup_restore"])
+def test_the_shell_stopped_by_its_progress_limit_then_committing(tmp_path, function):
+    """The shell without -bail: `.progress 1 --limit K` stops the call at
+    step K; the script goes on and COMMITs (inside the caller's BEGIN too)."""
+    if "shell" not in H.available():
+        pytest.skip("the sqlite3 shell is not installed here")
+    base = template(str(tmp_path / "base.db"), function)
+    db = str(tmp_path / "t.db")
+    subprocess.run(["cp", base, db], check=True)
+    conn = P.connect(db)
+    steps = [0]
+    conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 1)
+    conn.execute(f"SELECT {function}()").fetchone()
+    conn.close()
+
+    def normalized(path):
+        state = {k: v for k, v in fingerprint(path).items() if k != "mine"}
+        return without_times(state) if "dedup_runs" in state else state
+
+    done, before = normalized(db), normalized(base)
+    assert steps[0] > 1000
+    rng = random.Random(SEED)
+    points = sorted(rng.sample(range(1, steps[0]), min(40, steps[0] - 1)))
+    bad = []
+    for i, k in enumerate(points):
+        subprocess.run(["cp", base, db], check=True)
+        caller = i % 2 == 1
+        body = ("BEGIN;\nINSERT INTO mine VALUES ('pending');\n" if caller else "") + \
+            f".progress 1 --limit {k}\nSELECT {function}();\n.progress 0\nCOMMIT;\n"
+        rc, out, err = shell(db, body)
+        now = normalized(db)
+        pending = sqlite3.connect(db).execute("SELECT count(*) FROM mine").fetchone()[0]
+        if now not in (before, done):
+            bad.append((k, "half", err))
+        if now == done and "nothing was changed" in err:
+            bad.append((k, "said nothing was changed", err))
+        if caller and pending != 1 and "rolled back as a whole" not in err:
+            bad.append((k, "caller's INSERT gone unsaid", err))
+    assert not bad, bad[:5]
