@@ -40,6 +40,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
     let source = Source::inspect(db, &plan.table)?;
+    super::snapshot::check(db, &source)?;
     let table = source.qualified();
     ensure_tables(db, &source)?;
     check_foreign_keys(db, &source)?;

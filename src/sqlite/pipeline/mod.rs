@@ -11,6 +11,7 @@ pub mod report;
 pub mod restore;
 pub mod schema;
 pub mod settings;
+pub mod snapshot;
 
 use std::fmt;
 
@@ -99,6 +100,7 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
 /// `dedup_invalid_text` and `dedup_progress`.
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
+    snapshot::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used
@@ -122,6 +124,7 @@ pub fn register(db: &Connection) -> Result<()> {
         let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
             let s = read_settings(db, json.as_deref())?;
             let planned = plan::plan(db, &s)?;
+            snapshot::take(db, &schema::Source::inspect(db, &planned.table)?)?;
             report::Report::read(db, &planned)
         })?;
         Ok(format!(

@@ -37,8 +37,9 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 17] = [
+pub const TEMP_OBJECTS: [(&str, &str); 18] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_snapshot"),
     ("TABLE", "_dedup_removal"),
     ("TABLE", "_dedup_domain_removed"),
     ("TABLE", "_dedup_domain_counts"),
