@@ -48,6 +48,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_progress",
             "dedup_require",
             "dedup_restore",
+            "dedup_row_hash",
             "dedup_run",
             "dedup_version",
             "dupe_probability",

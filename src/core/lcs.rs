@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::core::diff::{indel_within, Diff};
 use crate::core::halt::{never, try_vec, Halt};
 
 /// How many rows of `b` run between two early-exit checks.
@@ -230,11 +231,89 @@ impl<'a, A: Copy + Into<u32>> LcsQuery<'a, A> {
         min_lcs: usize,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<usize>, Halt> {
-        match trim(self.a, b, min_lcs) {
-            Trim::Decided(lcs) => Ok(lcs),
-            Trim::Run(run) => self.table.run(b, run, stop),
-        }
+        Ok(match self.bounded(b, min_lcs, stop)? {
+            Bounded::Found(lcs) => Some(lcs),
+            Bounded::Below | Bounded::TooLong => None,
+        })
     }
+
+    /// [`Self::at_least`] with the work on one pair bounded: past the common
+    /// prefix and suffix, a part longer than [`LARGE_PAIR`] (the product of
+    /// its two lengths) is left to the bounded diff of
+    /// [`crate::core::diff`], which decides near-copies and gives up on the
+    /// rest ([`Bounded::TooLong`]).
+    pub fn bounded<B: Copy + Into<u32>>(
+        &self,
+        b: &[B],
+        min_lcs: usize,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Bounded, Halt> {
+        let run = match trim(self.a, b, min_lcs) {
+            Trim::Decided(Some(lcs)) => return Ok(Bounded::Found(lcs)),
+            Trim::Decided(None) => return Ok(Bounded::Below),
+            Trim::Run(run) => run,
+        };
+        let (am, bm) = (&self.a[run.prefix..run.a_end], &b[run.prefix..run.b_end]);
+        let product = (am.len() as u128) * (bm.len() as u128);
+        let kernel = |run| -> Result<Bounded, Halt> {
+            Ok(match self.table.run(b, run, stop)? {
+                Some(lcs) => Bounded::Found(lcs),
+                None => Bounded::Below,
+            })
+        };
+        if product <= DIFF_FIRST {
+            return kernel(run);
+        }
+        // Long texts: near-copies take the diff little work, whatever the
+        // size; the kernel takes work in the product of the lengths. The
+        // diff first, then (up to LARGE_PAIR) the kernel.
+        // The middle needs `run.need - prefix` matches: an indel distance of
+        // at most the total less twice that.
+        let need = run.need - run.prefix;
+        let max = (am.len() + bm.len()).saturating_sub(2 * need);
+        let budget = if product <= LARGE_PAIR {
+            DIFF_TRIAL
+        } else {
+            DIFF_BUDGET
+        };
+        Ok(match indel_within(am, bm, max, budget, stop)? {
+            Diff::Within(d) => {
+                Bounded::Found(run.prefix + run.suffix + (am.len() + bm.len() - d) / 2)
+            }
+            Diff::Beyond => Bounded::Below,
+            Diff::Undecided if product <= LARGE_PAIR => kernel(run)?,
+            Diff::Undecided => Bounded::TooLong,
+        })
+    }
+}
+
+/// Past the common prefix and suffix, the product of the two lengths from
+/// which the bounded diff is tried first (below it the kernel is quick).
+pub const DIFF_FIRST: u128 = 1 << 30;
+
+/// The diff's budget of steps before the kernel takes over (about 0.02 s).
+pub const DIFF_TRIAL: u64 = 1 << 22;
+
+/// Past the common prefix and suffix, the largest product of two lengths
+/// the bit-parallel kernel takes on (its work grows with the product: a
+/// pair of different 1 MB texts took 0.5 s); longer pairs go to the bounded
+/// diff.
+pub const LARGE_PAIR: u128 = 1 << 40;
+
+/// The bounded diff's budget of steps for a pair past [`LARGE_PAIR`] (about
+/// 0.25 s); undecided then, the pair is [`Bounded::TooLong`].
+pub const DIFF_BUDGET: u64 = 1 << 26;
+
+/// What [`LcsQuery::bounded`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounded {
+    /// The LCS, at least the one asked for.
+    Found(usize),
+    /// The LCS is shorter than asked.
+    Below,
+    /// The pair is longer than the kernel takes on and the bounded diff
+    /// could not decide it within its budget.
+    TooLong,
 }
 
 /// What the common prefix and suffix leave of a comparison.

@@ -2,6 +2,7 @@
 //! plain Rust; `crate::sqlite` binds them to SQL.
 
 pub mod candidates;
+pub mod diff;
 pub mod halt;
 pub mod hash;
 pub mod lcs;

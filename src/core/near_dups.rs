@@ -17,13 +17,13 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::core::candidates::Candidates;
 use crate::core::halt::{try_collect, Halt};
 use crate::core::parallel::{helpers, map_polled, pool};
 use crate::core::similarity::{
-    max_distance_where, ratio_from_distance, CharHistogram, CodePoints, IndelQuery,
+    max_distance_where, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };
 use rayon::ThreadPool;
 
@@ -69,13 +69,22 @@ pub struct ScanStats {
     pub levenshtein: u64,
     /// Pairs found above the threshold.
     pub matches: u64,
+    /// Pairs too long to decide within the bound on one pair's work
+    /// ([`crate::core::lcs::LARGE_PAIR`]), kept apart.
+    pub too_long: u64,
 }
 
 impl ScanStats {
     /// The counters as a JSON object.
     pub fn to_json(&self) -> String {
+        // `too_long` only when some pair was: most runs have none.
+        let too_long = if self.too_long > 0 {
+            format!(",\"too_long\":{}", self.too_long)
+        } else {
+            String::new()
+        };
         format!(
-            "{{\"rows\":{},\"pairs\":{},\"rejected_by_length\":{},\"rejected_by_histogram\":{},\"levenshtein\":{},\"matches\":{}}}",
+            "{{\"rows\":{},\"pairs\":{},\"rejected_by_length\":{},\"rejected_by_histogram\":{},\"levenshtein\":{},\"matches\":{}{too_long}}}",
             self.rows, self.pairs, self.rejected_by_length, self.rejected_by_histogram, self.levenshtein, self.matches
         )
     }
@@ -501,9 +510,18 @@ fn verify<'t>(
     let a = anchor.code_points();
     // The anchor's table is built once for all its candidates.
     let a = IndelQuery::new(&a)?;
+    let too_long = AtomicU64::new(0);
     let compare = |&(j, total, max): &(usize, usize, usize), stop: &dyn Fn() -> bool| {
-        Ok(a.distance_or_halt(&text(j).code_points(), max, stop)?
-            .map(|d| (j, ratio_from_distance(d, total))))
+        Ok(
+            match a.compare_or_halt(&text(j).code_points(), max, stop)? {
+                Compared::Within(d) => Some((j, ratio_from_distance(d, total))),
+                Compared::Beyond => None,
+                Compared::TooLong => {
+                    too_long.fetch_add(1, Ordering::Relaxed);
+                    None
+                }
+            },
+        )
     };
     // Waking the pool costs more than a few kernels on page-sized texts
     // (measured: 1.35x slower at 100k pages); it pays for long texts.
@@ -514,6 +532,7 @@ fn verify<'t>(
     let pool = if work >= PARALLEL_WORK { pool() } else { None };
     let near = map_polled(pool, candidates, compare, poll)?;
     stats.matches += near.len() as u64;
+    stats.too_long += too_long.into_inner();
     Ok(near)
 }
 

@@ -45,7 +45,7 @@ use crate::core::near_dups::{
     bounds, elect, Bounds, Prepared, Removal, ScanRow, ScanStats, PARALLEL_WORK,
 };
 use crate::core::parallel::{map_polled, map_shared, polling, pool, share_beside, Board};
-use crate::core::similarity::ratio_from_distance;
+use crate::core::similarity::{ratio_from_distance, Compared};
 
 /// Pair verdicts held for one chunk, at most (a chunk is at least one anchor).
 const CHUNK_PAIRS: usize = 1 << 20;
@@ -78,6 +78,8 @@ enum Verdict {
     Far,
     /// Compared by the kernel: above the threshold, with this ratio.
     Near(f64),
+    /// Too long to decide within the bound on one pair's work: kept apart.
+    TooLong,
 }
 
 /// Work for the pool in a round.
@@ -437,9 +439,10 @@ fn compare<'w>(
             let other = w[a + 1 + k].text.code_points();
             Ok((
                 k,
-                match query.distance_or_halt(&other, max, stop)? {
-                    Some(d) => Verdict::Near(ratio_from_distance(d, total)),
-                    None => Verdict::Far,
+                match query.compare_or_halt(&other, max, stop)? {
+                    Compared::Within(d) => Verdict::Near(ratio_from_distance(d, total)),
+                    Compared::Beyond => Verdict::Far,
+                    Compared::TooLong => Verdict::TooLong,
                 },
             ))
         };
@@ -527,6 +530,10 @@ fn elect_anchor(
             Verdict::Length => stats.rejected_by_length += 1,
             Verdict::Histogram => stats.rejected_by_histogram += 1,
             Verdict::Far => stats.levenshtein += 1,
+            Verdict::TooLong => {
+                stats.levenshtein += 1;
+                stats.too_long += 1;
+            }
             Verdict::Near(ratio) => {
                 stats.levenshtein += 1;
                 stats.matches += 1;

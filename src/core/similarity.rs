@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::core::halt::{never, try_collect, Halt};
-use crate::core::lcs::{lcs_at_least_or_halt, LcsQuery};
+use crate::core::lcs::{lcs_at_least_or_halt, Bounded, LcsQuery};
 
 /// The code points of a text, stored as bytes when the text is ASCII (the
 /// common case, and much faster for the bit-parallel kernel).
@@ -146,24 +146,54 @@ impl<'a> IndelQuery<'a> {
         })
     }
 
-    /// The indel distance to `b`, or `None` when it exceeds `max`.
+    /// The indel distance to `b`, or `None` when it exceeds `max` (or the
+    /// pair is too long to decide: see [`Self::compare_or_halt`]).
     pub fn distance_or_halt(
         &self,
         b: &CodePoints<'_>,
         max: usize,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<usize>, Halt> {
+        Ok(match self.compare_or_halt(b, max, stop)? {
+            Compared::Within(d) => Some(d),
+            Compared::Beyond | Compared::TooLong => None,
+        })
+    }
+
+    /// The indel distance to `b` if at most `max`, with the work bounded
+    /// in the size of the texts ([`LcsQuery::bounded`]).
+    pub fn compare_or_halt(
+        &self,
+        b: &CodePoints<'_>,
+        max: usize,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Compared, Halt> {
         let Some((total, min_lcs)) = lcs_needed(self.len, b.len(), max) else {
-            return Ok(None);
+            return Ok(Compared::Beyond);
         };
         let lcs = match (&self.query, b) {
-            (Query::Ascii(q), CodePoints::Ascii(y)) => q.at_least(y, min_lcs, stop),
-            (Query::Wide(q), CodePoints::Wide(y)) => q.at_least(y, min_lcs, stop),
-            (Query::Ascii(q), CodePoints::Wide(y)) => q.at_least(y, min_lcs, stop),
-            (Query::Wide(q), CodePoints::Ascii(y)) => q.at_least(y, min_lcs, stop),
+            (Query::Ascii(q), CodePoints::Ascii(y)) => q.bounded(y, min_lcs, stop),
+            (Query::Wide(q), CodePoints::Wide(y)) => q.bounded(y, min_lcs, stop),
+            (Query::Ascii(q), CodePoints::Wide(y)) => q.bounded(y, min_lcs, stop),
+            (Query::Wide(q), CodePoints::Ascii(y)) => q.bounded(y, min_lcs, stop),
         }?;
-        Ok(lcs.map(|l| total - 2 * l))
+        Ok(match lcs {
+            Bounded::Found(l) => Compared::Within(total - 2 * l),
+            Bounded::Below => Compared::Beyond,
+            Bounded::TooLong => Compared::TooLong,
+        })
     }
+}
+
+/// What [`IndelQuery::compare_or_halt`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compared {
+    /// The indel distance, at most the `max` asked for.
+    Within(usize),
+    /// The distance exceeds `max`.
+    Beyond,
+    /// Too long to decide within the bound on one pair's work.
+    TooLong,
 }
 
 /// The ratio for an indel distance `dist` between texts of total length

@@ -312,3 +312,37 @@ def test_a_reader_that_finishes_within_the_busy_timeout_is_waited_for(tmp_path, 
     holder.wait()
     assert rc == 0 and "run 1:" in out, err
     assert survivors(db) == reference["survivors"]
+
+
+def test_waits_for_a_reader_are_bounded_by_the_busy_timeout_in_all(tmp_path):
+    """Rollback-journal mode, a reader that never lets go, and a page cache
+    so small the run spills: SQLite's busy timeout bounds each wait (the
+    spills' and COMMIT's), the runner bounds them together. The run fails,
+    changes nothing, and returns within its work plus one budget (here 1 s;
+    the bound checked leaves 4 s for a loaded machine, where one wait per
+    spill took 9 s and more)."""
+    db = crawl.make(str(tmp_path / "crawl.db"), n_articles=300)
+    with_settings(db, busy_timeout=1000)
+    undisturbed = str(tmp_path / "undisturbed.db")
+    subprocess.run(["cp", db, undisturbed], check=True)
+    before = fingerprint(db)
+    body = "PRAGMA cache_size = 2;\n" + open(DEDUP).read()
+    start = time.monotonic()
+    rc, out, err = H.run("shell", undisturbed, script(tmp_path, body), P.EXTENSION)
+    work = time.monotonic() - start
+    assert rc == 0, err
+    holder = subprocess.Popen([H.PYTHON, "-c", (
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+        "c.execute('BEGIN'); c.execute('SELECT count(*) FROM pages').fetchall(); print('held', flush=True); "
+        "time.sleep(60)"), db], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        rc, out, err = H.run("shell", db, script(tmp_path, body), P.EXTENSION)
+        waited = time.monotonic() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rc == 1 and "locked" in err and "run 1:" not in out, (out, err)
+    assert fingerprint(db) == before
+    assert waited < work + 1.0 + 4.0, (waited, work)

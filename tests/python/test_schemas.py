@@ -106,12 +106,12 @@ KEEP = "CREATE TABLE keep (x); INSERT INTO keep VALUES (1);"
      "dedup_runs must be a table this extension created, got a view",
      "dedup_runs must be a table this extension created, got a view"),
     ("CREATE TABLE dedup_runs (run, settings); INSERT INTO dedup_runs VALUES ('1 OR 1=1; DELETE FROM keep', NULL)",
-     "dedup_runs.run must hold integers, got '1 OR 1=1; DELETE FROM keep'",
+     "dedup_runs is not the table this extension creates, got CREATE TABLE dedup_runs (run, settings)",
      "dedup_runs.run must hold integers, got '1 OR 1=1; DELETE FROM keep'"),
     # Restore reads a table name from dedup_runs and only ever uses it quoted.
     ("CREATE TABLE dedup_runs (run, settings); "
      "INSERT INTO dedup_runs VALUES (1, '{\"table\": \"keep\\\"; DROP TABLE keep; --\"}')",
-     "dedup: dedup_runs lacks its column finished, got a table this extension did not create",
+     "dedup: dedup_runs is not the table this extension creates, got CREATE TABLE dedup_runs (run, settings)",
      "dedup: table 'keep\"; DROP TABLE keep; --' not found"),
     ("CREATE VIEW dedup_removed AS SELECT 1 AS dedup_rowid",
      "dedup_removed must be a table this extension created, got a view", "nothing to undo"),

@@ -42,7 +42,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let source = Source::inspect(db, &plan.table)?;
     super::snapshot::check(db, &source)?;
     let table = source.qualified();
-    ensure_tables(db, &source)?;
+    super::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
     let removals: i64 =
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
@@ -167,6 +167,14 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     }
 
     // 5. Domain counts, the run's record, the explanation view.
+    // The domain counts before the run are kept with it, for restore; a row
+    // with a NULL dedup_rowid marks a run that kept them (even none).
+    db.execute(
+        "INSERT INTO main.dedup_domains_before (dedup_run, dedup_rowid, domain, pages)
+         SELECT ?1, rowid, domain, pages FROM main.dedup_domains
+         UNION ALL SELECT ?1, NULL, NULL, NULL",
+        [plan.run],
+    )?;
     db.execute_batch(
         "DELETE FROM main.dedup_domains;
          INSERT INTO main.dedup_domains
@@ -181,101 +189,6 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     create_why_view(db, &source)?;
     drop_temp(db)?;
     Ok(report)
-}
-
-/// Creates the archive tables on first use and brings them up to date:
-/// a column `pages` gained since is added to `dedup_removed` (untyped, so
-/// values are kept exactly); an old `dedup_rewritten` is converted.
-fn ensure_tables(db: &Connection, source: &Source) -> Result<(), DedupError> {
-    for (name, create) in [
-        (
-            "dedup_runs",
-            "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
-        ),
-        (
-            "dedup_removed",
-            "CREATE TABLE main.dedup_removed (dedup_rowid INTEGER, dedup_run INTEGER, dedup_phase INTEGER, dedup_reason TEXT, dedup_survivor INTEGER, dedup_ratio REAL)",
-        ),
-        (
-            "dedup_rewritten",
-            "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)",
-        ),
-        (
-            "dedup_domains",
-            "CREATE TABLE main.dedup_domains (domain TEXT PRIMARY KEY, pages INTEGER)",
-        ),
-    ] {
-        match schema::object_type(db, name)?.as_deref() {
-            None => db.execute_batch(create)?,
-            Some("table") => {}
-            Some(other) => {
-                return fail(format!(
-                    "dedup: {name} must be a table this extension created, got a {other}"
-                ))
-            }
-        }
-    }
-    upgrade_rewritten(db)?;
-    for (name, required) in [
-        (
-            "dedup_runs",
-            &["run", "finished", "rows_before", "rows_after", "settings"][..],
-        ),
-        ("dedup_domains", &["domain", "pages"][..]),
-        (
-            "dedup_rewritten",
-            &["dedup_run", "dedup_rowid", "name", "value"][..],
-        ),
-    ] {
-        let cols = schema::columns(db, name)?;
-        if let Some(m) = required
-            .iter()
-            .find(|r| !cols.iter().any(|c| c.name.eq_ignore_ascii_case(r)))
-        {
-            return fail(format!(
-                "dedup: {name} lacks its column {m}, got a table this extension did not create"
-            ));
-        }
-    }
-    let runs = schema::columns(db, "dedup_runs")?;
-    if !runs.iter().any(|c| c.name.eq_ignore_ascii_case("report")) {
-        db.execute_batch("ALTER TABLE main.dedup_runs ADD COLUMN report TEXT")?;
-    }
-    let archived = schema::columns(db, "dedup_removed")?;
-    for c in &source.columns {
-        if !archived
-            .iter()
-            .any(|a| a.name.eq_ignore_ascii_case(&c.name))
-        {
-            db.execute_batch(&format!(
-                "ALTER TABLE main.dedup_removed ADD COLUMN {}",
-                quote_ident(&c.name)
-            ))?;
-        }
-    }
-    Ok(())
-}
-
-/// Version 0.1 kept one wide row per survivor in `dedup_rewritten`; this
-/// version keeps one row per rewritten column. Converts the old form.
-pub fn upgrade_rewritten(db: &Connection) -> Result<(), DedupError> {
-    let cols = schema::columns(db, "dedup_rewritten")?;
-    if !cols.iter().any(|c| c.name == "parsed_was_null") {
-        return Ok(());
-    }
-    db.execute_batch(
-        "ALTER TABLE main.dedup_rewritten RENAME TO _dedup_rewritten_v1;
-         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value);
-         INSERT INTO main.dedup_rewritten
-           SELECT dedup_run, dedup_rowid, 'url', url FROM main._dedup_rewritten_v1
-           UNION ALL SELECT dedup_run, dedup_rowid, 'domain', domain FROM main._dedup_rewritten_v1
-           UNION ALL SELECT dedup_run, dedup_rowid, 'wayback', wayback FROM main._dedup_rewritten_v1
-           UNION ALL SELECT dedup_run, dedup_rowid, 'parsed', NULL FROM main._dedup_rewritten_v1 WHERE parsed_was_null
-           UNION ALL SELECT dedup_run, dedup_rowid, 'content_hash', content_hash FROM main._dedup_rewritten_v1
-           UNION ALL SELECT dedup_run, dedup_rowid, 'length', length FROM main._dedup_rewritten_v1;
-         DROP TABLE main._dedup_rewritten_v1;",
-    )?;
-    Ok(())
 }
 
 /// A foreign key into the pages table: (child table, key id, [(child

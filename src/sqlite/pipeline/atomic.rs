@@ -27,8 +27,10 @@ const SAVEPOINT: &str = "dedup_atomic";
 /// the caller's transaction it uses a savepoint, and the caller's COMMIT
 /// decides. On any error (or panic) everything `work` did is rolled back
 /// before the error is returned; a COMMIT that fails (a lock held too long,
-/// a full disk) is rolled back too and reported as such. While it runs, a
-/// busy timeout of `busy_timeout_ms` applies when the connection has none.
+/// a full disk) is rolled back too and reported as such. While it runs, the
+/// call waits for other connections' locks at most the connection's own
+/// busy timeout in all (or `busy_timeout_ms` when it has none), however
+/// many times it has to wait.
 pub fn atomically<T>(
     db: &Connection,
     lock: Lock,
@@ -44,19 +46,59 @@ pub fn atomically<T>(
         )));
     }
     let previous_timeout: i64 = db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
-    let set_timeout = previous_timeout == 0 && busy_timeout_ms > 0;
-    if set_timeout {
-        db.query_row(
-            &format!("PRAGMA busy_timeout = {busy_timeout_ms}"),
-            [],
-            |_| Ok(()),
-        )?;
+    let budget = if previous_timeout > 0 {
+        previous_timeout
+    } else {
+        busy_timeout_ms.max(0)
+    };
+    let mut waits = WaitBudget {
+        budget_ms: budget,
+        waited_ms: 0,
+    };
+    // Safety: the handler's state outlives its use: the connection's own
+    // timeout (or none) is put back below, before `waits` is dropped.
+    unsafe {
+        ffi::sqlite3_busy_handler(
+            db.handle(),
+            Some(on_busy),
+            &mut waits as *mut WaitBudget as *mut std::ffi::c_void,
+        );
     }
     let result = in_transaction(db, lock, function, work);
-    if set_timeout {
-        let _ = db.query_row("PRAGMA busy_timeout = 0", [], |_| Ok(()));
+    // Safety: as above; this also uninstalls `on_busy`.
+    unsafe {
+        ffi::sqlite3_busy_timeout(
+            db.handle(),
+            previous_timeout.clamp(0, i32::MAX as i64) as i32,
+        );
     }
     result
+}
+
+/// How long the whole call may wait for other connections' locks, and how
+/// long it has waited. SQLite's busy timeout bounds each wait: a run in
+/// rollback-journal mode may wait at BEGIN, at every cache spill and at
+/// COMMIT, and new readers are held out while it waits for the exclusive
+/// lock. The budget bounds them all together.
+struct WaitBudget {
+    budget_ms: i64,
+    waited_ms: i64,
+}
+
+/// The busy handler: sleeps a little and retries while the budget lasts.
+extern "C" fn on_busy(state: *mut std::ffi::c_void, _count: std::ffi::c_int) -> std::ffi::c_int {
+    // Safety: `state` is the `WaitBudget` `atomically` installed, alive
+    // until the handler is uninstalled; SQLite calls it on the
+    // connection's thread.
+    let waits = unsafe { &mut *(state as *mut WaitBudget) };
+    let left = waits.budget_ms - waits.waited_ms;
+    if left <= 0 {
+        return 0;
+    }
+    let step = left.min(if waits.waited_ms < 20 { 1 } else { 10 });
+    std::thread::sleep(std::time::Duration::from_millis(step as u64));
+    waits.waited_ms += step;
+    1
 }
 
 fn in_transaction<T>(

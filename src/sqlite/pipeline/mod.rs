@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod atomic;
+pub mod own_tables;
 pub mod plan;
 pub mod progress;
 pub mod report;

@@ -78,6 +78,7 @@ pub struct Planned {
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     drop_temp(db)?;
     let source = Source::inspect(db, &s.table)?;
+    super::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
     create_archive_view(db, &source)?;

@@ -30,6 +30,9 @@ pub struct Report {
     /// With `boilerplate = 'strip'`: (segments, domains) left out of the
     /// near-duplicate comparison.
     pub boilerplate: Option<(i64, i64)>,
+    /// Pairs of pages too long to compare within the bound on one pair's
+    /// work (`near_dups_stats()`'s `too_long`), kept apart.
+    pub too_long: i64,
 }
 
 /// What each phase removes, for the report.
@@ -79,6 +82,12 @@ impl Report {
         } else {
             None
         };
+        // The pipeline's scan is the connection's latest.
+        let too_long: i64 = db.query_row(
+            "SELECT coalesce(json_extract(near_dups_stats(), '$.too_long'), 0)",
+            [],
+            |r| r.get(0),
+        )?;
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
             run: plan.run,
@@ -89,6 +98,7 @@ impl Report {
             skipped_total,
             seconds: plan.seconds.clone(),
             boilerplate,
+            too_long,
         })
     }
 
@@ -98,7 +108,7 @@ impl Report {
     /// use dedup::sqlite::pipeline::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
-    ///                  seconds: vec![], boilerplate: Some((12, 3)) };
+    ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0 };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
     ///     skipped: rowid 4, content is a BLOB");
@@ -117,6 +127,12 @@ impl Report {
         if let Some((segments, domains)) = self.boilerplate {
             lines.push(format!(
                 "  boilerplate stripped: {segments} segment(s) of {domains} domain(s) left out of the near-duplicate comparison"
+            ));
+        }
+        if self.too_long > 0 {
+            lines.push(format!(
+                "  phase 4: {} pair(s) of pages too long to compare within the bound on one pair's work, kept apart (docs/safety.md)",
+                self.too_long
             ));
         }
         for (rowid, why) in &self.skipped {
@@ -152,8 +168,13 @@ impl Report {
             Some((s, d)) => format!("{{\"segments\":{s},\"domains\":{d}}}"),
             None => "null".into(),
         };
+        let too_long = if self.too_long > 0 {
+            format!(",\"too_long\":{}", self.too_long)
+        } else {
+            String::new()
+        };
         format!(
-            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"boilerplate\":{boilerplate},\"seconds\":{{{}}}}}",
+            "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"boilerplate\":{boilerplate}{too_long},\"seconds\":{{{}}}}}",
             self.run,
             self.rows_before,
             self.rows_after,

@@ -5,7 +5,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::apply::upgrade_rewritten;
+use super::own_tables::{self, upgrade_rewritten};
 use super::plan::next_run;
 use super::schema::{self, quote_ident, Source, ARCHIVE_META};
 use super::settings::truncate;
@@ -48,6 +48,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         _ => "pages".into(),
     };
     let source = Source::inspect(db, &table)?;
+    own_tables::check(db, "dedup_restore")?;
     let t = source.qualified();
     for name in ["dedup_removed", "dedup_rewritten"] {
         match schema::object_type(db, name)?.as_deref() {
@@ -133,6 +134,29 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         [run],
         |r| r.get(0),
     )?;
+    // The domain counts as they were before the run (kept since this
+    // version: an older run's record has none, and its counts stay).
+    let kept: bool = schema::object_type(db, "dedup_domains_before")?.as_deref() == Some("table")
+        && db.query_row(
+            "SELECT EXISTS (SELECT 1 FROM main.dedup_domains_before WHERE dedup_run = ?1)",
+            [run],
+            |r| r.get(0),
+        )?;
+    if kept && schema::object_type(db, "dedup_domains")?.as_deref() == Some("table") {
+        db.execute("DELETE FROM main.dedup_domains", [])?;
+        db.execute(
+            "INSERT INTO main.dedup_domains (rowid, domain, pages)
+             SELECT dedup_rowid, domain, pages FROM main.dedup_domains_before
+             WHERE dedup_run = ?1 AND dedup_rowid IS NOT NULL",
+            [run],
+        )?;
+    }
+    if kept {
+        db.execute(
+            "DELETE FROM main.dedup_domains_before WHERE dedup_run = ?1",
+            [run],
+        )?;
+    }
 
     // 2. Archived rows back: on their own rowid when it is free, else on a
     //    new one (a later crawl took it).
