@@ -13,6 +13,13 @@
 -- With the url_rules setting on, each URL's options also drop the
 -- parameters dedup_url_rules says never change content on its domain/path
 -- (url_rule_params), so those variants meet in phase 2.
+-- strict_url is the canonical URL that keeps every query parameter but the
+-- tracking ones and learned rules (set only when the run drops the others:
+-- see _dedup_run.strict_options): phase 2 groups by it, so pages whose
+-- identity is a parameter (?id=) stay apart unless their texts meet later.
+-- https notes an https URL (the last tie-break of every election; 0 under
+-- compat = 'reference'); prefer_rank is the row's place in the prefer
+-- setting's order (0 without it), first in every election.
 DROP TABLE IF EXISTS temp._dedup_prepared;
 CREATE TEMP TABLE _dedup_prepared (
   source_rowid   INTEGER PRIMARY KEY,
@@ -27,7 +34,10 @@ CREATE TEMP TABLE _dedup_prepared (
   length         INTEGER,
   category       TEXT,
   fill_parsed    TEXT,
-  has_text       INTEGER  -- parsed (or fill_parsed) is not empty: phase 4 compares only these
+  has_text       INTEGER, -- parsed (or fill_parsed) is not empty: phase 4 compares only these
+  strict_url     TEXT,
+  https          INTEGER,
+  prefer_rank    INTEGER
 );
 -- (LIMIT -1 keeps the subquery a co-routine: each function runs once a row.)
 WITH checked AS (
@@ -40,9 +50,13 @@ src AS (
          CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
               THEN normalize_text(coalesce(title, '') || char(10, 10) || content) END AS fill,
          CASE WHEN problem IS NULL AND r.url_rules > 0
-              THEN r.url_options || coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
-              ELSE r.url_options END AS opts
+              THEN coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
+              ELSE '' END AS learned,
+         r.url_options, r.strict_options, r.compat
   FROM checked CROSS JOIN _dedup_run AS r LIMIT -1
+),
+opted AS (
+  SELECT *, url_options || learned AS opts, strict_options || learned AS strict_opts FROM src LIMIT -1
 )
 INSERT INTO _dedup_prepared
 SELECT s.rid,
@@ -64,6 +78,9 @@ SELECT s.rid,
                    ELSE s.length END, 0),
        s.category,
        s.fill,
-       coalesce(s.fill, s.parsed, '') <> ''
-FROM src AS s;
+       coalesce(s.fill, s.parsed, '') <> '',
+       CASE WHEN s.problem IS NULL AND s.strict_opts IS NOT NULL THEN canonical_url(s.url, s.strict_opts) END,
+       s.compat <> 'reference' AND s.problem IS NULL AND s.url LIKE 'https://%',
+       coalesce((SELECT f.prefer_rank FROM _dedup_prefer AS f WHERE f.rid = s.rid), 0)
+FROM opted AS s;
 CREATE INDEX temp._dedup_prepared_url ON _dedup_prepared (canonical_url);

@@ -1,7 +1,8 @@
 -- Phase 3: one survivor per content hash among the URL survivors; rows
 -- without a hash (archival stubs) pass through.
 -- Election: as phase 2, but the shorter canonical URL instead of the longer
--- content (the reference's _ELECTION_ORDER_CONTENT).
+-- content (the reference's _ELECTION_ORDER_CONTENT); prefer first, https
+-- last as there.
 DROP TABLE IF EXISTS temp._dedup_content_ranked;
 CREATE TEMP TABLE _dedup_content_ranked AS
 SELECT p.source_rowid,
@@ -11,10 +12,12 @@ JOIN _dedup_url_ranked AS u ON u.source_rowid = p.source_rowid AND u.survivor = 
 WHERE p.content_hash IS NOT NULL
 WINDOW w AS (
   PARTITION BY p.content_hash
-  ORDER BY CASE WHEN p.category = 'external' THEN 1 ELSE 0 END ASC,
+  ORDER BY p.prefer_rank ASC,
+           CASE WHEN p.category = 'external' THEN 1 ELSE 0 END ASC,
            p.datetime DESC NULLS LAST,
            p.crawled DESC NULLS LAST,
-           length(p.canonical_url) ASC,
+           length(p.canonical_url) - p.https ASC,  -- "https:" counts as long as "http:"
+           p.https DESC,
            p.source_rowid ASC
 );
 

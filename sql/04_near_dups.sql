@@ -8,8 +8,10 @@
 -- _dedup_near_input (texts joined in by the view _dedup_near_texts) is what near_dups scans: pos = URL order (BINARY),
 -- rank = election order (non-external, newer datetime, newer crawled,
 -- longer, then earlier in URL order; empty dates count as missing, as in the
--- reference's Python election). Skipped when threshold = 1.0.
--- (Within one run every canonical URL is unique, so url ASC is position.)
+-- reference's Python election), after the prefer setting's order and with
+-- https before URL order. Skipped when threshold = 1.0.
+-- (Survivors share a canonical URL only when phase 2 kept them apart by
+-- their strict URLs: then the id orders them.)
 -- The reference compares each row with the next distance - 1 rows and merges
 -- on ratio > threshold: near_dups takes the number of rows ahead.
 DROP VIEW IF EXISTS temp._dedup_near_texts;
@@ -21,7 +23,7 @@ CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeh
                                      domain TEXT, fill_parsed TEXT);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id,
-         0 AS placeholder, p.domain, p.fill_parsed,
+         0 AS placeholder, p.domain, p.fill_parsed, p.prefer_rank, p.https,
          CASE WHEN p.category = 'external' THEN 1 ELSE 0 END AS external,
          NULLIF(p.datetime, '') AS datetime, NULLIF(p.crawled, '') AS crawled,
          coalesce(p.length, 0) AS length
@@ -44,7 +46,7 @@ archived AS (
 ),
 placeholders AS (
   SELECT canonical_url(d.url, d.opts) AS url, d.dedup_rowid AS id,
-         1 AS placeholder, NULL AS domain, NULL AS fill_parsed, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
+         1 AS placeholder, NULL AS domain, NULL AS fill_parsed, 0 AS prefer_rank, 0 AS https, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
   FROM archived AS d
   WHERE dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
     AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
@@ -55,8 +57,8 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
        id,
        placeholder,
        row_number() OVER (
-         ORDER BY placeholder ASC, external ASC, datetime DESC NULLS LAST,
-                  crawled DESC NULLS LAST, length DESC, url ASC
+         ORDER BY placeholder ASC, prefer_rank ASC, external ASC, datetime DESC NULLS LAST,
+                  crawled DESC NULLS LAST, length DESC, https DESC, url ASC, id ASC
        ) AS rank,
        domain, fill_parsed
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)

@@ -37,3 +37,32 @@ FROM _dedup_near_removed AS n
 UNION ALL
 SELECT source_rowid, 5, 'domain ' || quote(domain) || ' has ' || pages || ' page(s), fewer than n_min', NULL, NULL
 FROM _dedup_domain_removed;
+
+-- Survivors that share a canonical URL were kept apart by phase 2 (their
+-- URLs differ in a parameter that is neither tracking nor learned, and
+-- their texts differ): they keep their strict URL, since dropping the
+-- parameter would give them one. _dedup_kept_apart counts them by domain
+-- and parameter, for the report.
+DROP TABLE IF EXISTS temp._dedup_kept_apart;
+CREATE TEMP TABLE _dedup_kept_apart (domain TEXT, params TEXT, pages INTEGER);
+DROP TABLE IF EXISTS temp._dedup_apart;
+CREATE TEMP TABLE _dedup_apart AS
+SELECT p.source_rowid, p.domain, p.canonical_url, p.strict_url
+FROM _dedup_prepared AS p
+WHERE p.strict_url IS NOT NULL AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
+  AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+  AND p.canonical_url IN (
+    SELECT q.canonical_url FROM _dedup_prepared AS q
+    WHERE q.strict_url IS NOT NULL AND q.skip_reason IS NULL AND q.canonical_url IS NOT NULL
+      AND q.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+    GROUP BY q.canonical_url HAVING count(*) > 1);
+-- (A group's parameters: those dropped from any of its pages' URLs.)
+INSERT INTO _dedup_kept_apart
+SELECT domain, params, sum(pages) FROM (
+  SELECT min(a.domain) AS domain, group_concat(DISTINCT nullif(dedup_extra_params(a.strict_url, a.canonical_url), '')) AS params,
+         count(*) AS pages
+  FROM _dedup_apart AS a GROUP BY a.canonical_url
+) GROUP BY domain, params ORDER BY sum(pages) DESC, domain, params;
+UPDATE _dedup_prepared SET canonical_url = strict_url
+WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);
+DROP TABLE temp._dedup_apart;

@@ -42,6 +42,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "content_hash",
             "dedup_apply",
             "dedup_debug",
+            "dedup_extra_params",
             "dedup_invalid_text",
             "dedup_learn_url_rules",
             "dedup_plan",

@@ -22,13 +22,16 @@ def register_commands(cli):
     @click.option("--distance", type=int, help="window mode: the reference's distance (50)")
     @click.option("--n-min", type=int, help="drop rows of domains with fewer pages")
     @click.option("--table", help="the table of pages (default pages)")
+    @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
+    @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, table, restore):
+    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         db = sqlite_utils.Database(path)
         if restore:
             click.echo(sqlite_dedup.restore(db.conn))
             return
         settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
-                                      "n_min": n_min, "table": table}.items() if v is not None}
+                                      "n_min": n_min, "table": table, "prefer": list(prefer) or None,
+                                      "compat": compat}.items() if v is not None}
         click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])

@@ -85,6 +85,11 @@ def main(argv=None):
     run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
     run.add_argument("--keep-params", action="store_true", help="keep all but tracking query parameters")
     run.add_argument("--table", help="the table of pages (default pages)")
+    run.add_argument("--prefer", action="append", metavar="TERM",
+                     help="an SQL ordering term over the table's columns that decides which copy survives, "
+                          "before the built-in rules (repeatable), e.g. \"url LIKE 'https://docs.example.org/%%' DESC\"")
+    run.add_argument("--compat", choices=["reference", "none"],
+                     help="'reference': the reference pipeline's behaviour exactly (default: none)")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.add_argument("--secure-delete", choices=["on", "fast", "off"],
                      help="PRAGMA secure_delete for the run (default: as SQLite was built; Debian: on). "
@@ -104,7 +109,8 @@ def main(argv=None):
             settings = {k: v for k, v in {
                 "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
                 "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
-                "discard_params": 0 if args.keep_params else None}.items() if v is not None}
+                "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
+                "compat": args.compat}.items() if v is not None}
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

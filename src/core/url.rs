@@ -495,6 +495,47 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
+/// The query parameters of a (canonical) URL, in order, each as written
+/// (`name=value`): the text after `?` up to `#`, split at `&`.
+///
+/// ```
+/// use dedup::core::url::query_params;
+/// assert_eq!(query_params("https://a.org/read?id=3&lang=en#top"), ["id=3", "lang=en"]);
+/// assert!(query_params("https://a.org/read").is_empty());
+/// ```
+pub fn query_params(url: &str) -> Vec<&str> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    let query = query.split('#').next().unwrap_or("");
+    query.split('&').filter(|p| !p.is_empty()).collect()
+}
+
+/// The names of the parameters of `strict` that `canonical` dropped (a
+/// parameter counts once per occurrence, so a repeated name whose second
+/// value was dropped is named), sorted, each once.
+///
+/// ```
+/// use dedup::core::url::dropped_param_names;
+/// assert_eq!(dropped_param_names("https://a.org/r?id=3&lang=cs", "https://a.org/r?lang=cs"), ["id"]);
+/// assert_eq!(dropped_param_names("https://a.org/r?lang=cs&lang=en", "https://a.org/r?lang=cs"), ["lang"]);
+/// ```
+pub fn dropped_param_names<'a>(strict: &'a str, canonical: &str) -> Vec<&'a str> {
+    let mut kept = query_params(canonical);
+    let mut names: Vec<&str> = Vec::new();
+    for p in query_params(strict) {
+        match kept.iter().position(|k| *k == p) {
+            Some(i) => {
+                kept.swap_remove(i);
+            }
+            None => names.push(p.split('=').next().unwrap_or(p)),
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -152,6 +152,18 @@ pub fn register(db: &Connection) -> Result<()> {
             restore::restore,
         )?)
     })?;
+    // The query parameters of a strict URL that its canonical URL dropped
+    // (phase 6's report of pages kept apart), comma-separated, each once.
+    db.create_scalar_function("dedup_extra_params", 2, PURE, |ctx| {
+        let (Some(strict), Some(canonical)) = (
+            ctx.get_raw(0).as_str_or_null()?,
+            ctx.get_raw(1).as_str_or_null()?,
+        ) else {
+            return Ok(None);
+        };
+        let extra = crate::core::url::dropped_param_names(strict, canonical);
+        Ok(Some(extra.join(",")))
+    })?;
     db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
         for (i, name) in ["url", "content", "parsed"].into_iter().enumerate() {
             match ctx.get_raw(i) {

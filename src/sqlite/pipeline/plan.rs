@@ -37,8 +37,10 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 18] = [
+pub const TEMP_OBJECTS: [(&str, &str); 20] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_prefer"),
+    ("TABLE", "_dedup_kept_apart"),
     ("TABLE", "_dedup_snapshot"),
     ("TABLE", "_dedup_removal"),
     ("TABLE", "_dedup_domain_removed"),
@@ -88,6 +90,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         |r| r.get(0),
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
+    write_prefer(db, &source, &s.prefer)?;
     let seconds = if s.url_rules > 0.0 {
         crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db))??
     } else {
@@ -114,6 +117,41 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         ],
     )?;
     Ok(planned)
+}
+
+/// `temp._dedup_prefer(rid, prefer_rank)`: each row's place in the order
+/// the `prefer` terms give (1 first; ties share a place), which every
+/// phase's election puts before its own rules; empty without terms. Each
+/// term is checked alone first, so that an error names it.
+fn write_prefer(db: &Connection, source: &Source, terms: &[String]) -> Result<(), DedupError> {
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_prefer;
+         CREATE TEMP TABLE _dedup_prefer (rid INTEGER PRIMARY KEY, prefer_rank INTEGER);",
+    )?;
+    if terms.is_empty() {
+        return Ok(());
+    }
+    let table = source.qualified();
+    for (i, term) in terms.iter().enumerate() {
+        if let Err(e) = db.prepare(&format!("SELECT 1 FROM {table} ORDER BY {term}")) {
+            return fail(format!(
+                "dedup: prefer term {} must be an SQL ordering term over the columns of {}, got {}: {}; nothing was changed",
+                i + 1,
+                quote_ident(&source.table),
+                settings::excerpt(term),
+                settings::truncate(&DedupError::from(e).to_string(), 200)
+            ));
+        }
+    }
+    db.execute(
+        &format!(
+            "INSERT INTO temp._dedup_prefer SELECT {rowid}, dense_rank() OVER (ORDER BY {terms}) FROM {table}",
+            rowid = source.rowid,
+            terms = terms.join(", ")
+        ),
+        [],
+    )?;
+    Ok(())
 }
 
 /// Runs the phase scripts in order; the seconds each took.

@@ -7,6 +7,9 @@ use rusqlite::Connection;
 use super::plan::Planned;
 use super::DedupError;
 
+/// (domain, parameter) pairs of pages kept apart listed in the report.
+pub const KEPT_APART_LISTED: usize = 10;
+
 /// Skipped rows named one by one in the report; the rest are counted.
 pub const SKIPPED_LISTED: usize = 20;
 
@@ -33,6 +36,9 @@ pub struct Report {
     /// Pairs of pages too long to compare within the bound on one pair's
     /// work (`near_dups_stats()`'s `too_long`), kept apart.
     pub too_long: i64,
+    /// (domain, parameters, pages): survivors that share a canonical URL
+    /// but were kept apart because those parameters change their content.
+    pub kept_apart: Vec<(Option<String>, String, i64)>,
 }
 
 /// What each phase removes, for the report.
@@ -88,6 +94,12 @@ impl Report {
             [],
             |r| r.get(0),
         )?;
+        let kept_apart: Vec<(Option<String>, String, i64)> = db
+            .prepare(&format!(
+                "SELECT domain, coalesce(params, ''), pages FROM temp._dedup_kept_apart LIMIT {KEPT_APART_LISTED}"
+            ))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
             run: plan.run,
@@ -99,6 +111,7 @@ impl Report {
             seconds: plan.seconds.clone(),
             boilerplate,
             too_long,
+            kept_apart,
         })
     }
 
@@ -108,8 +121,10 @@ impl Report {
     /// use dedup::sqlite::pipeline::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
-    ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0 };
+    ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
+    ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)] };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
+    ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
     ///     skipped: rowid 4, content is a BLOB");
     /// ```
@@ -122,6 +137,17 @@ impl Report {
             lines.push(format!(
                 "  phase {phase} ({}): {n} removed",
                 phase_name(*phase)
+            ));
+        }
+        for (domain, params, pages) in &self.kept_apart {
+            let mut names: Vec<String> = params.split(',').map(|p| format!("`{p}`")).collect();
+            names.sort();
+            names.dedup();
+            lines.push(format!(
+                "  kept apart: {} change{} content on {}, {pages} pages",
+                names.join(", "),
+                if names.len() == 1 { "s" } else { "" },
+                domain.as_deref().unwrap_or("(no domain)")
             ));
         }
         if let Some((segments, domains)) = self.boilerplate {
@@ -168,11 +194,25 @@ impl Report {
             Some((s, d)) => format!("{{\"segments\":{s},\"domains\":{d}}}"),
             None => "null".into(),
         };
-        let too_long = if self.too_long > 0 {
+        let mut too_long = if self.too_long > 0 {
             format!(",\"too_long\":{}", self.too_long)
         } else {
             String::new()
         };
+        if !self.kept_apart.is_empty() {
+            let apart: Vec<String> = self
+                .kept_apart
+                .iter()
+                .map(|(d, p, n)| {
+                    format!(
+                        "{{\"domain\":{},\"params\":{},\"pages\":{n}}}",
+                        d.as_deref().map_or("null".into(), json_string),
+                        json_string(p)
+                    )
+                })
+                .collect();
+            too_long.push_str(&format!(",\"kept_apart\":[{}]", apart.join(",")));
+        }
         format!(
             "{{\"run\":{},\"rows_before\":{},\"rows_after\":{},\"removed\":{{{}}},\"skipped\":[{}],\"skipped_total\":{},\"boilerplate\":{boilerplate}{too_long},\"seconds\":{{{}}}}}",
             self.run,

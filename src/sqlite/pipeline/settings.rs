@@ -10,7 +10,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 15] = [
     "threshold",
     "distance",
     "discard_params",
@@ -24,6 +24,8 @@ pub const KEYS: [&str; 13] = [
     "boilerplate",
     "boilerplate_min_pages",
     "url_rules",
+    "compat",
+    "prefer",
 ];
 
 /// Checked settings of one run.
@@ -59,6 +61,15 @@ pub struct Settings {
     /// Canonical URLs also drop the parameters `dedup_url_rules` says never
     /// change content with at least this probability; 0 (the default) never.
     pub url_rules: f64,
+    /// `none` (our defaults) or `reference`: the reference pipeline's
+    /// behaviour exactly (query parameters dropped whatever the content, no
+    /// https preference).
+    pub compat: String,
+    /// SQL ordering terms over the table's columns, applied before the
+    /// built-in election rules in every phase.
+    pub prefer: Vec<String>,
+    /// `prefer` as the JSON array it was given in.
+    pub prefer_json: String,
 }
 
 impl Default for Settings {
@@ -77,6 +88,9 @@ impl Default for Settings {
             boilerplate: "keep".into(),
             boilerplate_min_pages: 5,
             url_rules: 0.0,
+            compat: "none".into(),
+            prefer: Vec::new(),
+            prefer_json: "[]".into(),
         }
     }
 }
@@ -93,12 +107,23 @@ impl Settings {
         format!("{keep}{}", self.url_options)
     }
 
+    /// The options of the strict canonical URL (every parameter kept but
+    /// tracking ones and learned rules), by which phase 2 groups when
+    /// dropping the others would join pages whose contents differ: `None`
+    /// under `compat = 'reference'` or with `discard_params` off (then the
+    /// canonical URL already keeps them).
+    pub fn strict_options(&self) -> Option<String> {
+        (self.discard_params && self.compat != "reference")
+            .then(|| format!("keep_params,{}", self.url_options))
+    }
+
     /// The settings as a JSON object (recorded in `dedup_runs.settings`).
     pub fn to_json(&self, db: &Connection) -> Result<String> {
         db.query_row(
             "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
-                    'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12)",
+                    'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
+                    'compat', ?13, 'prefer', json(?14))",
             params![
                 self.threshold,
                 self.distance,
@@ -111,7 +136,9 @@ impl Settings {
                 self.table,
                 self.boilerplate,
                 self.boilerplate_min_pages,
-                self.url_rules
+                self.url_rules,
+                self.compat,
+                self.prefer_json
             ],
             |r| r.get(0),
         )
@@ -343,7 +370,55 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if let Some(v) = get("compat") {
+        s.compat = match v {
+            Value::Null => "none".into(),
+            Value::Text(t) if t == "none" || t == "reference" => t,
+            other => {
+                return fail(format!(
+                    "dedup: compat must be 'reference' (the reference pipeline's behaviour exactly) or 'none', got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("prefer") {
+        s.prefer = parse_prefer(&v)?;
+        if let Value::Text(t) = v {
+            s.prefer_json = t;
+        }
+    }
     Ok(s)
+}
+
+/// `prefer`: a JSON array of strings (SQL ordering terms); NULL or `[]` for none.
+fn parse_prefer(v: &Value) -> std::result::Result<Vec<String>, DedupError> {
+    let bad = || {
+        fail(format!(
+            "dedup: prefer must be a JSON array of SQL ordering terms (e.g. [\"crawled ASC\"]), got {}",
+            describe_value(v)
+        ))
+    };
+    let text = match v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Text(t) => t,
+        _ => return bad(),
+    };
+    let db = Connection::open_in_memory()?;
+    let ok: bool = db.query_row(
+        "SELECT CASE WHEN json_valid(?1) AND json_type(?1) = 'array' THEN NOT EXISTS
+           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR trim(value) = '') ELSE 0 END",
+        [text],
+        |r| r.get(0),
+    )?;
+    if !ok {
+        return bad();
+    }
+    let mut stmt = db.prepare("SELECT value FROM json_each(?1) ORDER BY key")?;
+    let terms = stmt
+        .query_map([text], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>>>()?;
+    Ok(terms)
 }
 
 /// Writes `temp._dedup_run`, the one row every phase script reads.
@@ -353,10 +428,10 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
          CREATE TEMP TABLE _dedup_run (run INTEGER, rows_before INTEGER, threshold REAL,
            distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
            near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER, boilerplate TEXT,
-           boilerplate_min_pages INTEGER, url_rules REAL);",
+           boilerplate_min_pages INTEGER, url_rules REAL, compat TEXT, strict_options TEXT);",
     )?;
     db.execute(
-        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             run,
             rows_before,
@@ -370,7 +445,9 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
             s.lsh_rows,
             s.boilerplate,
             s.boilerplate_min_pages,
-            s.url_rules
+            s.url_rules,
+            s.compat,
+            s.strict_options()
         ],
     )?;
     Ok(())

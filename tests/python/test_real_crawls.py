@@ -1,0 +1,128 @@
+"""The right pages on real crawls (issue 25): distinct pages whose identity
+is a query parameter are kept apart by default and named in the report; the
+`prefer` setting decides which copy survives; https beats http on an
+otherwise tied election; `compat = 'reference'` gives the reference's
+behaviour (the parity tests run under it)."""
+import json
+import random
+import sqlite3
+
+import pytest
+
+import pipeline as P
+
+TUTORIAL = "https://free-tutorials.example.com/read"
+
+
+def words(i, n=120):
+    """A text of its own for page i: random syllable words (two pages'
+    texts are far below the 0.9 threshold)."""
+    rng = random.Random(i)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "gu"]
+    return " ".join("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(n))
+
+
+def crawl(path):
+    """36 distinct /read?id=N pages; a tracking variant of 5 of them; an exact
+    copy of page 7 under a parameter that is not tracking (?ref=feed); an
+    original page and a longer scraped copy (with a banner) on a mirror; a
+    page fetched over http and https with the same text."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE pages (url TEXT, content TEXT, crawled TEXT)")
+    rows = [(f"{TUTORIAL}?id={i}", words(i), "2026-01-01") for i in range(1, 37)]
+    rows += [(f"{TUTORIAL}?id={i}&utm_source=feed", words(i), "2026-01-02") for i in range(1, 6)]
+    rows += [(f"{TUTORIAL}?id=7&sort=asc", words(7), "2026-01-01")]
+    article = words(1000, 400)
+    rows += [("https://mirror.example.net/copied", "Scraped from docs, see the original. " + article, "2026-01-03"),
+             ("https://docs.example.org/guide", article, "2026-01-01")]
+    rows += [("http://plain.example.com/page", words(2000), None), ("https://plain.example.com/page", words(2000), None)]
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def run(tmp_path, **settings):
+    db = crawl(str(tmp_path / "crawl.db"))
+    conn = P.connect(db)
+    report = conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()[0]
+    urls = {r[0] for r in conn.execute("SELECT url FROM pages")}
+    removed = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT url, dedup_phase, dedup_reason FROM dedup_removed")}
+    return conn, report, urls, removed
+
+
+def test_distinct_pages_under_one_parameter_are_kept_and_named(tmp_path):
+    conn, report, urls, removed = run(tmp_path)
+    # Every distinct page survives, under its own URL (the id kept, the
+    # tracking parameter dropped).
+    assert {f"{TUTORIAL}?id={i}" for i in range(1, 37)} <= urls, sorted(urls)
+    # Tracking variants still merge by URL (the newer crawl, the variant,
+    # wins and takes the clean URL); the ?sort copy merges by its content.
+    assert {u for u, (phase, _) in removed.items() if phase == 2} == {f"{TUTORIAL}?id={i}" for i in range(1, 6)}
+    assert removed[f"{TUTORIAL}?id=7&sort=asc"][0] == 3 and len(removed) == 5 + 1 + 1 + 1
+    assert "kept apart: `id` changes content on free-tutorials.example.com, 36 pages" in report, report
+
+
+def test_compat_reference_merges_them_as_the_reference_does(tmp_path):
+    conn, report, urls, removed = run(tmp_path, compat="reference")
+    tutorials = [u for u in urls if u.startswith(TUTORIAL)]
+    assert tutorials == [TUTORIAL], urls  # one survivor, its parameter dropped
+    assert sum(1 for phase, _ in removed.values() if phase == 2) == 36 + 5 + 1 - 1
+    assert "kept apart" not in report
+    settings = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert settings["compat"] == "reference"
+
+
+def test_https_beats_http_on_an_otherwise_tied_election(tmp_path):
+    _, _, urls, removed = run(tmp_path)
+    assert "https://plain.example.com/page" in urls and "http://plain.example.com/page" in removed
+
+
+def test_the_reference_keeps_the_shorter_url_http(tmp_path):
+    _, _, urls, removed = run(tmp_path, compat="reference")
+    assert "http://plain.example.com/page" in urls and "https://plain.example.com/page" in removed
+
+
+def test_without_prefer_the_longer_scraped_copy_survives(tmp_path):
+    _, _, urls, removed = run(tmp_path)
+    assert "https://mirror.example.net/copied" in urls and removed["https://docs.example.org/guide"][0] == 4
+
+
+def test_prefer_keeps_the_original(tmp_path):
+    conn, _, urls, removed = run(tmp_path, prefer=["url LIKE 'https://docs.example.org/%' DESC", "crawled ASC"])
+    assert "https://docs.example.org/guide" in urls and removed["https://mirror.example.net/copied"][0] == 4
+    settings = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert settings["prefer"] == ["url LIKE 'https://docs.example.org/%' DESC", "crawled ASC"]
+
+
+def test_prefer_decides_exact_copies_too(tmp_path):
+    # Among the tracking variants (phase 2) the older crawl wins when asked
+    # (by default the newer one does).
+    _, _, urls, removed = run(tmp_path, prefer=["crawled ASC"])
+    assert {u for u, (phase, _) in removed.items() if phase == 2} == {
+        f"{TUTORIAL}?id={i}&utm_source=feed" for i in range(1, 6)}
+
+
+@pytest.mark.parametrize("prefer,message", [
+    (["nosuch DESC"], "prefer term 1 must be an SQL ordering term over the columns of \"pages\", got 'nosuch DESC': no such column: nosuch"),
+    (["crawled ASC", "url LIKE"], "prefer term 2 must be an SQL ordering term"),
+    (["crawled; DELETE FROM pages"], "prefer term 1 must be an SQL ordering term"),
+    ("crawled", "prefer must be a JSON array of SQL ordering terms"),
+    ([1], "prefer must be a JSON array of SQL ordering terms"),
+])
+def test_a_bad_prefer_is_refused_before_anything_changes(tmp_path, prefer, message):
+    db = crawl(str(tmp_path / "crawl.db"))
+    before = P.fingerprint(db)
+    conn = P.connect(db)
+    with pytest.raises(sqlite3.OperationalError) as e:
+        conn.execute("SELECT dedup_run(?)", (json.dumps({"prefer": prefer}),)).fetchone()
+    assert message in str(e.value), str(e.value)
+    conn.close()
+    assert P.fingerprint(db) == before
+
+
+def test_a_bad_compat_is_refused(tmp_path):
+    db = crawl(str(tmp_path / "crawl.db"))
+    conn = P.connect(db)
+    with pytest.raises(sqlite3.OperationalError, match="compat must be 'reference'"):
+        conn.execute("SELECT dedup_run('{\"compat\": \"ref\"}')").fetchone()
