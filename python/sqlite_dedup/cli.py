@@ -88,6 +88,8 @@ def main(argv=None):
     run.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term over the table's columns that decides which copy survives, "
                           "before the built-in rules (repeatable), e.g. \"url LIKE 'https://docs.example.org/%%' DESC\"")
+    run.add_argument("--columns", metavar="JSON",
+                     help="the table's columns for the pipeline's names, e.g. '{\"url\": \"link\", \"parsed\": \"body\"}'")
     run.add_argument("--compat", choices=["reference", "none"],
                      help="'reference': the reference pipeline's behaviour exactly (default: none)")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -110,7 +112,7 @@ def main(argv=None):
                 "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
                 "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
                 "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
-                "compat": args.compat}.items() if v is not None}
+                "compat": args.compat, "columns": args.columns}.items() if v is not None}
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

@@ -63,3 +63,28 @@ def test_a_bad_secure_delete_value_is_refused_before_anything_runs(tmp_path):
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": package(tmp_path)})
     assert run.returncode == 2 and "invalid choice: 'maybe'" in run.stderr
     assert sqlite3.connect(db).execute("SELECT count(*) FROM pages").fetchone()[0] == 600
+
+
+def test_the_new_settings_from_the_command(tmp_path):
+    """--prefer, --compat and --columns reach the run and are recorded."""
+    import json
+    import test_real_crawls as R
+    db = R.crawl(str(tmp_path / "crawl.db"))
+    raw = sqlite3.connect(db)
+    raw.execute("ALTER TABLE pages RENAME COLUMN url TO link")
+    raw.commit()
+    raw.close()
+    env = dict(os.environ, PYTHONPATH=package(tmp_path))
+    run = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--columns", '{"url": "link"}',
+                          "--prefer", "link LIKE 'https://docs.example.org/%' DESC", "--compat", "reference"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    conn = sqlite3.connect(db)
+    settings = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert settings["compat"] == "reference" and settings["columns"] == {"url": "link"}
+    assert settings["prefer"] == ["link LIKE 'https://docs.example.org/%' DESC"]
+    links = {r[0] for r in conn.execute("SELECT link FROM pages")}
+    assert "https://docs.example.org/guide" in links and R.TUTORIAL in links
+    bad = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--columns", '{"url": "link"}', "--prefer", "nosuch"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1 and "prefer term 1" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

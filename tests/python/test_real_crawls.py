@@ -126,3 +126,51 @@ def test_a_bad_compat_is_refused(tmp_path):
     conn = P.connect(db)
     with pytest.raises(sqlite3.OperationalError, match="compat must be 'reference'"):
         conn.execute("SELECT dedup_run('{\"compat\": \"ref\"}')").fetchone()
+
+
+def test_columns_of_other_names_are_mapped_and_restored(tmp_path):
+    """`columns` maps the pipeline's names to the table's: the run reads
+    `link` and `body`, rewrites `link`, archives and restores by the
+    table's own names; a second run removes nothing."""
+    plain = crawl(str(tmp_path / "plain.db"))
+    conn = P.connect(plain)
+    expected = conn.execute("SELECT dedup_run()").fetchone()[0]
+    kept = sorted(r[0] for r in conn.execute("SELECT url FROM pages"))
+    db = str(tmp_path / "renamed.db")
+    crawl(db)
+    raw = sqlite3.connect(db)
+    raw.executescript("ALTER TABLE pages RENAME COLUMN url TO link; ALTER TABLE pages RENAME COLUMN content TO body;")
+    raw.close()
+    before = P.fingerprint(db)
+    conn = P.connect(db)
+    settings = json.dumps({"columns": {"url": "link", "content": "body"}})
+    assert conn.execute("SELECT dedup_run(?)", (settings,)).fetchone()[0] == expected
+    assert sorted(r[0] for r in conn.execute("SELECT link FROM pages")) == kept
+    n = len(kept)
+    assert conn.execute("SELECT dedup_run(?)", (settings,)).fetchone()[0].splitlines()[0] == f"run 2: {n} rows -> {n} rows"
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.close()
+    after = P.fingerprint(db)
+    assert {k: v for k, v in after.items() if "dedup_" not in k} == before
+
+
+@pytest.mark.parametrize("columns,message", [
+    ({"url": "nosuch"}, "columns maps 'url' to 'nosuch', got no such column"),
+    ({"link": "url"}, "columns must be a JSON object from the pipeline's names"),
+    ("url=link", "columns must be a JSON object from the pipeline's names"),
+])
+def test_a_bad_columns_setting_is_refused(tmp_path, columns, message):
+    db = crawl(str(tmp_path / "crawl.db"))
+    conn = P.connect(db)
+    with pytest.raises(sqlite3.OperationalError) as e:
+        conn.execute("SELECT dedup_run(?)", (json.dumps({"columns": columns}),)).fetchone()
+    assert message in str(e.value), str(e.value)
+
+
+def test_a_view_as_the_table_names_the_fix(tmp_path):
+    db = crawl(str(tmp_path / "crawl.db"))
+    conn = P.connect(db)
+    conn.execute("CREATE VIEW v AS SELECT rowid AS id, url AS link, content FROM pages")
+    with pytest.raises(sqlite3.OperationalError, match="got a view .*set the table setting to the table the view reads"):
+        conn.execute("SELECT dedup_run('{\"table\": \"v\"}')").fetchone()

@@ -39,7 +39,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let Some(plan) = planned(db)? else {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
-    let source = Source::inspect(db, &plan.table)?;
+    let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
     super::snapshot::check(db, &source)?;
     let table = source.qualified();
     super::own_tables::ensure(db, &source)?;
@@ -81,15 +81,13 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     }
 
     // 2. Keep the survivors' old values of the columns about to change.
+    // (By the table's own column names: restore reads them back so.)
     let rewrites: Vec<(String, String, String)> = REWRITES
         .iter()
-        .filter(|(c, _, _)| source.has(c))
-        .map(|(c, changed, new)| {
-            (
-                c.to_string(),
-                changed.replace("{c}", &quote_ident(c)),
-                new.to_string(),
-            )
+        .filter_map(|(c, changed, new)| {
+            let real = source.column(c)?;
+            let changed = changed.replace("{c}", &quote_ident(&real));
+            Some((real, changed, new.to_string()))
         })
         .collect();
     // One pass over the survivors for all columns (a pass per column read
@@ -293,7 +291,10 @@ fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
         None | Some("view") => {}
         Some(_) => return Ok(()), // a user's own object of that name stays
     }
-    let url = if source.has("url") { "d.url" } else { "NULL" };
+    let url = match source.column("url") {
+        Some(real) => format!("d.{}", quote_ident(&real)),
+        None => "NULL".into(),
+    };
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS main.dedup_why;
          CREATE VIEW main.dedup_why AS
@@ -315,7 +316,7 @@ fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
                 CASE WHEN l.at IS NULL THEN NULL ELSE l.path || ' -> ' || l.at END AS chain,
                 (SELECT {qurl} FROM {table} WHERE {rowid} = l.at) AS final_url
          FROM dedup_removed AS d JOIN last AS l ON l.start = d.rowid;",
-        qurl = if source.has("url") { quote_ident("url") } else { "NULL".into() },
+        qurl = source.column("url").map_or("NULL".into(), |u| quote_ident(&u)),
         table = quote_ident(&source.table),
         rowid = source.rowid,
     ))?;

@@ -125,7 +125,11 @@ pub fn register(db: &Connection) -> Result<()> {
         let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
             let s = read_settings(db, json.as_deref())?;
             let planned = plan::plan(db, &s)?;
-            snapshot::take(db, &schema::Source::inspect(db, &planned.table)?)?;
+            let columns = planned.columns()?;
+            snapshot::take(
+                db,
+                &schema::Source::inspect_mapped(db, &planned.table, &columns)?,
+            )?;
             report::Report::read(db, &planned)
         })?;
         Ok(format!(

@@ -79,7 +79,7 @@ pub struct Planned {
 /// temp inputs, runs the phase scripts and records the plan.
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     drop_temp(db)?;
-    let source = Source::inspect(db, &s.table)?;
+    let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
     super::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
@@ -173,6 +173,29 @@ fn run_phases(db: &Connection) -> Result<Vec<(String, f64)>, DedupError> {
         ));
     }
     Ok(seconds)
+}
+
+impl Planned {
+    /// The `columns` setting the plan was made with.
+    pub fn columns(&self) -> Result<Vec<(String, String)>, DedupError> {
+        columns_of(&Connection::open_in_memory()?, &self.settings)
+    }
+}
+
+/// The `columns` member of a run's settings JSON (none when absent).
+pub fn columns_of(
+    db: &Connection,
+    settings_json: &str,
+) -> Result<Vec<(String, String)>, DedupError> {
+    let columns: Option<String> = db.query_row(
+        "SELECT CASE WHEN json_valid(?1) THEN json_extract(?1, '$.columns') END",
+        [settings_json],
+        |r| r.get(0),
+    )?;
+    Ok(match columns {
+        Some(text) => settings::parse_columns(&text)?.unwrap_or_default(),
+        None => Vec::new(),
+    })
 }
 
 /// The plan left by [`plan`] in this connection, if any.
@@ -283,9 +306,11 @@ pub(crate) fn archive_view_body(db: &Connection, source: &Source) -> Result<Stri
                     "dedup: dedup_removed lacks its column {m}, got a table this extension did not create"
                 ));
             }
+            // The archive keeps the table's own column names.
             let col = |c: &str| {
-                if has(c) {
-                    quote_ident(c)
+                let real = source.column(c).unwrap_or_else(|| c.to_string());
+                if has(&real) {
+                    quote_ident(&real)
                 } else {
                     "NULL".into()
                 }

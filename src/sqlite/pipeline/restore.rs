@@ -30,6 +30,10 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     else {
         return fail("dedup_restore: nothing to undo, got no run in dedup_runs".into());
     };
+    let columns = match &settings {
+        rusqlite::types::Value::Text(json) => super::plan::columns_of(db, json)?,
+        _ => Vec::new(),
+    };
     let table = match settings {
         rusqlite::types::Value::Text(json) => db
             .query_row(
@@ -47,7 +51,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             .unwrap_or_else(|| "pages".into()),
         _ => "pages".into(),
     };
-    let source = Source::inspect(db, &table)?;
+    let source = Source::inspect_mapped(db, &table, &columns)?;
     own_tables::check(db, "dedup_restore")?;
     let t = source.qualified();
     for name in ["dedup_removed", "dedup_rewritten"] {

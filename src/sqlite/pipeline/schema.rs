@@ -118,6 +118,8 @@ pub struct Source {
     pub rowid: &'static str,
     /// The column that is an alias of the rowid (`INTEGER PRIMARY KEY`).
     pub rowid_column: Option<String>,
+    /// The `columns` setting: (pipeline name, the table's column).
+    pub renamed: Vec<(String, String)>,
 }
 
 impl Source {
@@ -125,6 +127,16 @@ impl Source {
     /// and one of `content`/`parsed`, and no column named like the archive's
     /// own columns. Nothing is written.
     pub fn inspect(db: &Connection, table: &str) -> std::result::Result<Source, DedupError> {
+        Self::inspect_mapped(db, table, &[])
+    }
+
+    /// [`Self::inspect`] with the `columns` setting: the table's column that
+    /// stands for each pipeline name of [`PAGE_COLUMNS`] it names.
+    pub fn inspect_mapped(
+        db: &Connection,
+        table: &str,
+        renamed: &[(String, String)],
+    ) -> std::result::Result<Source, DedupError> {
         let stored: Option<(String, String)> = db
             .query_row(
                 "SELECT name, type FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
@@ -137,6 +149,12 @@ impl Source {
                 return fail(format!(
                     "dedup: table {} not found, got none in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
                     excerpt(table)
+                ))
+            }
+            Some((name, kind)) if kind == "view" => {
+                return fail(format!(
+                    "dedup: {} must be a table, got a view (a run deletes rows: set the table setting to the table the view reads, and name its columns with the columns setting, e.g. {{\"columns\": {{\"url\": \"link\"}}}})",
+                    excerpt(&name)
                 ))
             }
             Some((name, kind)) if kind != "table" => {
@@ -155,16 +173,32 @@ impl Source {
             ));
         }
         let has = |c: &str| columns.iter().any(|x| x.name.eq_ignore_ascii_case(c));
+        for (pipeline, real) in renamed {
+            if !has(real) {
+                return fail(format!(
+                    "dedup: columns maps {} to {}, got no such column in {}",
+                    excerpt(pipeline),
+                    excerpt(real),
+                    excerpt(&name)
+                ));
+            }
+        }
+        let mapped = |c: &str| {
+            renamed
+                .iter()
+                .find(|(p, _)| p.eq_ignore_ascii_case(c))
+                .map_or_else(|| has(c), |_| true)
+        };
         let mut missing = Vec::new();
-        if !has("url") {
+        if !mapped("url") {
             missing.push("url");
         }
-        if !has("content") && !has("parsed") {
+        if !mapped("content") && !mapped("parsed") {
             missing.push("content or parsed");
         }
         if !missing.is_empty() {
             return fail(format!(
-                "dedup: {} lacks required column(s), got none named {} (the others are optional)",
+                "dedup: {} lacks required column(s), got none named {} (the others are optional; a column of another name: the columns setting, e.g. {{\"columns\": {{\"url\": \"link\"}}}})",
                 excerpt(&name),
                 missing.join(", ")
             ));
@@ -206,7 +240,24 @@ impl Source {
             columns,
             rowid,
             rowid_column,
+            renamed: renamed.to_vec(),
         })
+    }
+
+    /// The table's column for the pipeline's name `name` (the `columns`
+    /// setting's, else the column of that name), if the table has one.
+    pub fn column(&self, name: &str) -> Option<String> {
+        if let Some((_, real)) = self
+            .renamed
+            .iter()
+            .find(|(p, _)| p.eq_ignore_ascii_case(name))
+        {
+            return Some(real.clone());
+        }
+        self.columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+            .map(|c| c.name.clone())
     }
 
     /// Whether the table has column `name` (case-insensitive).
@@ -236,12 +287,9 @@ impl Source {
     pub fn view_body(&self) -> String {
         let cols: Vec<String> = PAGE_COLUMNS
             .iter()
-            .map(|c| {
-                if self.has(c) {
-                    format!("{} AS {c}", quote_ident(c))
-                } else {
-                    format!("NULL AS {c}")
-                }
+            .map(|c| match self.column(c) {
+                Some(real) => format!("{} AS {c}", quote_ident(&real)),
+                None => format!("NULL AS {c}"),
             })
             .collect();
         format!(

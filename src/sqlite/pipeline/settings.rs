@@ -10,7 +10,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "threshold",
     "distance",
     "discard_params",
@@ -26,6 +26,7 @@ pub const KEYS: [&str; 15] = [
     "url_rules",
     "compat",
     "prefer",
+    "columns",
 ];
 
 /// Checked settings of one run.
@@ -70,6 +71,9 @@ pub struct Settings {
     pub prefer: Vec<String>,
     /// `prefer` as the JSON array it was given in.
     pub prefer_json: String,
+    /// The table's columns for the pipeline's names (`url`, `parsed`, ...)
+    /// when they are named otherwise: (pipeline name, column).
+    pub columns: Vec<(String, String)>,
 }
 
 impl Default for Settings {
@@ -91,6 +95,7 @@ impl Default for Settings {
             compat: "none".into(),
             prefer: Vec::new(),
             prefer_json: "[]".into(),
+            columns: Vec::new(),
         }
     }
 }
@@ -123,7 +128,7 @@ impl Settings {
             "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
                     'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14))",
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15))",
             params![
                 self.threshold,
                 self.distance,
@@ -138,7 +143,8 @@ impl Settings {
                 self.boilerplate_min_pages,
                 self.url_rules,
                 self.compat,
-                self.prefer_json
+                self.prefer_json,
+                columns_json(&self.columns)
             ],
             |r| r.get(0),
         )
@@ -382,6 +388,24 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if let Some(v) = get("columns") {
+        s.columns = match &v {
+            Value::Null => Vec::new(),
+            Value::Text(t) => parse_columns(t)?.ok_or(()).or_else(|_| {
+                fail(format!(
+                    "dedup: columns must be a JSON object from the pipeline's names ({}) to the table's columns, e.g. {{\"url\": \"link\"}}, got {}",
+                    schema::PAGE_COLUMNS.join(", "),
+                    describe_value(&v)
+                ))
+            })?,
+            other => {
+                return fail(format!(
+                    "dedup: columns must be a JSON object, got {}",
+                    describe_value(other)
+                ))
+            }
+        };
+    }
     if let Some(v) = get("prefer") {
         s.prefer = parse_prefer(&v)?;
         if let Value::Text(t) = v {
@@ -389,6 +413,60 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         }
     }
     Ok(s)
+}
+
+/// `columns`: a JSON object of pipeline names (of
+/// [`schema::PAGE_COLUMNS`], each once) to column names; `None` when it is
+/// not one.
+pub fn parse_columns(text: &str) -> Result<Option<Vec<(String, String)>>> {
+    let db = Connection::open_in_memory()?;
+    let ok: bool = db.query_row(
+        "SELECT CASE WHEN json_valid(?1) AND json_type(?1) = 'object' THEN NOT EXISTS
+           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR value = '') ELSE 0 END",
+        [text],
+        |r| r.get(0),
+    )?;
+    if !ok {
+        return Ok(None);
+    }
+    let mut stmt = db.prepare("SELECT key, value FROM json_each(?1)")?;
+    let pairs = stmt
+        .query_map([text], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>>>()?;
+    let known = pairs
+        .iter()
+        .all(|(k, _)| schema::PAGE_COLUMNS.contains(&k.as_str()));
+    Ok(known.then_some(pairs))
+}
+
+/// The `columns` setting as a JSON object.
+fn columns_json(columns: &[(String, String)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in columns.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!("{}:{}", json_quote(k), json_quote(v)));
+    }
+    out.push('}');
+    out
+}
+
+/// `s` as a JSON string.
+fn json_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `prefer`: a JSON array of strings (SQL ordering terms); NULL or `[]` for none.
