@@ -29,10 +29,15 @@ def register_commands(cli):
     def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         db = sqlite_utils.Database(path)
-        if restore:
-            click.echo(sqlite_dedup.restore(db.conn))
-            return
-        settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
-                                      "n_min": n_min, "table": table, "prefer": list(prefer) or None,
-                                      "compat": compat, "columns": columns}.items() if v is not None}
-        click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
+        try:
+            if restore:
+                click.echo(sqlite_dedup.restore(db.conn))
+                return
+            settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
+                                          "n_min": n_min, "table": table, "prefer": list(prefer) or None,
+                                          "compat": compat, "columns": columns}.items() if v is not None}
+            click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
+        except Exception as e:  # the sqlite3 module sqlite-utils uses may be another
+            # An ordinary error (nothing to undo, a bad setting, no table):
+            # its message, not a traceback. Nothing was changed.
+            raise click.ClickException(str(e)) from None

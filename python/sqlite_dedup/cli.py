@@ -2,6 +2,7 @@
 database, without the sqlite3 shell."""
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import threading
@@ -26,11 +27,14 @@ def connect(path):
         return conn
 
 
-def with_progress(conn, sql, params, out=sys.stderr, every=0.2):
+def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
     """Runs `sql` on `conn` in a thread while a second connection (same
     process, so the same extension state) reads dedup_progress() and draws
-    one line per phase on `out`: the phase, and in the near-duplicate scan
-    rows done of total with a time estimate."""
+    one line per phase on `out` (when `draw`): the phase, and in the
+    near-duplicate scan rows done of total with a time estimate. Ctrl-C
+    interrupts the statement (the main thread stays free to see it) and
+    raises KeyboardInterrupt once the statement has ended, unless it had
+    finished."""
     result = {}
 
     def work():
@@ -41,10 +45,19 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2):
 
     thread = threading.Thread(target=work)
     thread.start()
-    probe = connect(":memory:")
+    probe = connect(":memory:") if draw else None
     last_phase, width = None, 0
     while thread.is_alive():
-        thread.join(every)
+        try:
+            thread.join(every)
+        except KeyboardInterrupt:
+            conn.interrupt()
+            thread.join()
+            if "value" in result:
+                break
+            raise
+        if probe is None:
+            continue
         raw = probe.execute("SELECT dedup_progress()").fetchone()[0]
         if not raw:
             continue
@@ -79,11 +92,21 @@ def main(argv=None):
     run = sub.add_parser("run", help="deduplicate the pages of DB (one transaction; nothing changes on error)")
     run.add_argument("db")
     run.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    run.add_argument("--mode", choices=["window", "lsh"], help="near-duplicate candidates (default window)")
+    run.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
+                     help="near-duplicate candidates (setting near_mode; default window)")
     run.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
     run.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
     run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
-    run.add_argument("--keep-params", action="store_true", help="keep all but tracking query parameters")
+    run.add_argument("--keep-params", action="store_true",
+                     help="keep all but tracking query parameters (setting discard_params = 0)")
+    run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
+    run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    run.add_argument("--boilerplate", choices=["keep", "strip"],
+                     help="'strip': compare texts without the lines a site repeats (default keep)")
+    run.add_argument("--url-rules", type=float, metavar="P",
+                     help="drop parameters learned to never change content with probability >= P (0: never)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="plan the run and print what it would remove, changing nothing (dedup_plan)")
     run.add_argument("--table", help="the table of pages (default pages)")
     run.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term over the table's columns that decides which copy survives, "
@@ -99,12 +122,17 @@ def main(argv=None):
                           "bytes until reused (the removed rows are in dedup_removed anyway)")
     restore = sub.add_parser("restore", help="undo the latest run")
     restore.add_argument("db")
+    restore.add_argument("--all", action="store_true", help="undo every run, latest first")
     explain = sub.add_parser("explain", help="why a page was removed, and the page it lost to")
     explain.add_argument("db")
     explain.add_argument("page", help="a removed rowid or URL")
     stats = sub.add_parser("stats", help="the runs recorded in DB")
     stats.add_argument("db")
     args = parser.parse_args(argv)
+    if not os.path.isfile(args.db):
+        # sqlite3.connect would create an empty database there.
+        print(f"sqlite-dedup: no database file {args.db!r}", file=sys.stderr)
+        return 1
     conn = connect(args.db)
     try:
         if args.command == "run":
@@ -112,39 +140,67 @@ def main(argv=None):
                 "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
                 "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
                 "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
-                "compat": args.compat, "columns": args.columns}.items() if v is not None}
+                "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
+                "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
+                "url_rules": args.url_rules}.items() if v is not None}
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")
+            if args.dry_run:
+                print(conn.execute("SELECT dedup_plan(?)", (json.dumps(settings),)).fetchone()[0]
+                      .replace("SELECT dedup_apply() applies it", "sqlite-dedup run without --dry-run applies it"))
+                for rowid, phase, reason, survivor in conn.execute(
+                        "SELECT source_rowid, phase, reason, survivor FROM temp._dedup_removal "
+                        "ORDER BY phase, source_rowid LIMIT 20"):
+                    print(f"  would remove rowid {rowid} (phase {phase}: {reason})"
+                          + (f", kept: rowid {survivor}" if survivor is not None else ""))
+                return 0
             sql, params = "SELECT dedup_run(?)", (json.dumps(settings),)
-            if sys.stderr.isatty():
-                text = with_progress(conn, sql, params)
-            else:
-                text = conn.execute(sql, params).fetchone()[0]
+            text = with_progress(conn, sql, params, draw=sys.stderr.isatty())
             if args.json:
                 print(json.dumps(json.loads(conn.execute(
                     "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0]), indent=1))
             else:
                 print(text)
         elif args.command == "restore":
-            print(sqlite_dedup.restore(conn))
+            print(with_progress(conn, "SELECT dedup_restore()", (), draw=False))
+            while args.all and conn.execute(
+                    "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs'").fetchone()[0]:
+                print(with_progress(conn, "SELECT dedup_restore()", (), draw=False))
         elif args.command == "explain":
             page = int(args.page) if args.page.isdigit() else args.page
             why = sqlite_dedup.explain(conn, page)
             if why is None:
-                print(f"sqlite-dedup: no run removed {args.page!r}", file=sys.stderr)
+                column = "rowid" if isinstance(page, int) else "url"
+                try:
+                    kept = conn.execute(f"SELECT 1 FROM pages WHERE {column} = ?", (page,)).fetchone()
+                except Exception:  # no pages table: the message below says enough
+                    kept = None
+                if kept:
+                    print(f"{column} {args.page}: kept (it is in pages; no run removed it)")
+                    return 0
+                print(f"sqlite-dedup: no page {args.page!r}: not in pages, and no run removed it", file=sys.stderr)
                 return 1
             print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "
                   f"{why['reason']}" + (f" (ratio {why['ratio']:.4f})" if why["ratio"] is not None else ""))
             if why["final_survivor"] is not None:
                 print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})")
         elif args.command == "stats":
-            for r in sqlite_dedup.stats(conn):
+            runs = sqlite_dedup.stats(conn)
+            if not runs:
+                print("no run is recorded in this database")
+            for r in runs:
                 removed = ", ".join(f"phase {p}: {n}" for p, n in r.get("removed", {}).items())
                 print(f"run {r['run']} ({r.get('finished')}): {r.get('rows_before')} -> {r.get('rows_after')} rows"
                       + (f"; {removed}" if removed else ""))
+    except KeyboardInterrupt:
+        print("sqlite-dedup: interrupted (Ctrl-C); a run or restore left the database as it was", file=sys.stderr)
+        return 130
     except Exception as e:  # sqlite3.Error, apsw.Error: the message says what is wrong
-        print(f"sqlite-dedup: {e}", file=sys.stderr)
+        message = str(e)
+        if "not found, got none in this database" in message:
+            message += " (from this command: --table NAME)"
+        print(f"sqlite-dedup: {message}", file=sys.stderr)
         return 1
     return 0
 

@@ -14,6 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def package(tmp_path):
     """The Python package with the extension where the wheel puts it."""
     dst = tmp_path / "pkg" / "sqlite_dedup"
+    if dst.exists():  # made for an earlier command of the same test
+        return str(tmp_path / "pkg")
     shutil.copytree(os.path.join(ROOT, "python", "sqlite_dedup"), dst)
     shutil.copy(P.EXTENSION + ".so", dst / "dedup0.so")
     return str(tmp_path / "pkg")
@@ -88,3 +90,84 @@ def test_the_new_settings_from_the_command(tmp_path):
     bad = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--columns", '{"url": "link"}', "--prefer", "nosuch"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1 and "prefer term 1" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def cli(tmp_path, *args, **kw):
+    env = dict(os.environ, PYTHONPATH=package(tmp_path))
+    return subprocess.run([PYTHON, "-m", "sqlite_dedup", *args], capture_output=True, text=True, env=env,
+                          timeout=120, **kw)
+
+
+def test_a_missing_file_is_an_error_not_a_new_database(tmp_path):
+    db = str(tmp_path / "nonexist.db")
+    out = cli(tmp_path, "run", db)
+    assert out.returncode == 1 and "no database file" in out.stderr and not os.path.exists(db), out.stderr
+
+
+def test_dry_run_changes_nothing_and_lists_what_would_go(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    out = cli(tmp_path, "run", db, "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("plan for run 1: 600 rows -> 245 rows") and "would remove rowid" in out.stdout
+    assert P.fingerprint(db) == before
+
+
+def test_explain_tells_kept_from_never_existed(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    kept = sqlite3.connect(db).execute("SELECT min(rowid) FROM pages").fetchone()[0]
+    out = cli(tmp_path, "explain", db, str(kept))
+    assert out.returncode == 0 and "kept (it is in pages" in out.stdout, (out.stdout, out.stderr)
+    out = cli(tmp_path, "explain", db, "99999")
+    assert out.returncode == 1 and "not in pages, and no run removed it" in out.stderr
+
+
+def test_the_missing_table_hint_names_the_option(tmp_path):
+    db = str(tmp_path / "other.db")
+    sqlite3.connect(db).execute("CREATE TABLE docs (url TEXT, content TEXT)")
+    out = cli(tmp_path, "run", db)
+    assert out.returncode == 1 and "--table NAME" in out.stderr, out.stderr
+    assert cli(tmp_path, "run", db, "--table", "docs", "--near-mode", "lsh").returncode == 0
+
+
+def test_ctrl_c_interrupts_the_run_and_changes_nothing(tmp_path):
+    import signal
+    import time
+    import crawl
+    db = crawl.make(str(tmp_path / "slow.db"), n_articles=1500)
+    before = P.fingerprint(db)
+    env = dict(os.environ, PYTHONPATH=package(tmp_path))
+    proc = subprocess.Popen([PYTHON, "-m", "sqlite_dedup", "run", db, "--distance", "800"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:  # the run had finished first: then it is whole
+        assert out.startswith("run 1:")
+        return
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert P.fingerprint(db) == before
+
+
+def test_restore_all_gives_back_the_database_as_before_its_first_run(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    sqlite3.connect(db).executescript("INSERT INTO pages (url, content) SELECT url || '?x=1', content FROM pages LIMIT 30;")
+    changed = P.fingerprint(db)
+    assert cli(tmp_path, "run", db, "--compat", "reference").returncode == 0
+    out = cli(tmp_path, "restore", db, "--all")
+    assert out.returncode == 0 and "restored run 2" in out.stdout and "restored run 1" in out.stdout, out.stderr
+    assert "no run is left" in out.stdout
+    after = P.fingerprint(db)
+    # Every table and row as before the first run, but the 30 rows added
+    # between the runs (which no run had removed) and no dedup_* object left.
+    assert set(after) == set(changed) - {k for k in changed if "dedup_" in k} | set(before)
+    assert {k: v for k, v in after.items() if k != "pages"} == {k: v for k, v in before.items() if k != "pages"}
+    assert len(after["pages"][1]) == len(before["pages"][1]) + 30
+    stats = cli(tmp_path, "stats", db)
+    assert stats.returncode == 0 and "no run is recorded" in stats.stdout

@@ -270,20 +270,40 @@ def test_repeated_candidate_pairs_cost_memory_once(tmp_path):
     assert got["extra_mb"] < 200, got
 
 
+# The interrupt fires every 5 ms until the call returns, so it lands while
+# the call runs however loaded the machine (one timed interrupt could come
+# after a fast call, and did once under load); the latency is measured in
+# benches/hostile.py, not asserted here.
+INTERRUPT_UNTIL_DONE = """
+    def stopped(sql, params):
+        done = threading.Event()
+        def keep_firing():
+            while not done.wait(0.005):
+                conn.interrupt()
+        threading.Thread(target=keep_firing).start()
+        try:
+            conn.execute(sql, params).fetchall()
+            return "finished"
+        except sqlite3.OperationalError as e:
+            return str(e)
+        finally:
+            done.set()
+"""
+
+
 def test_interrupt_stops_the_linear_functions_inside_a_huge_text():
-    code = textwrap.dedent(INTERRUPT) + textwrap.dedent("""
+    code = textwrap.dedent(INTERRUPT_UNTIL_DONE) + textwrap.dedent("""
         rnd = random.Random(4)
         t = ''.join(chr(0x4E00 + rnd.randrange(3000)) for _ in range(12_000_000))
         out = {}
         for f in ["normalize_text(?)", "content_hash(?)", "minhash(?, 128, 'char', 5)",
                   "minhash(?, 128, 'word', 5)", "simhash(?)"]:
-            out[f] = timed(f"SELECT length({f})", (t,), 0.15)
+            out[f] = stopped(f"SELECT length({f})", (t,))
         print(json.dumps(out))
     """)
     rc, out, err = host(code, timeout=300)
     assert rc == 0, err
-    for f, latency in json.loads(out).items():
-        assert latency is not None and latency < 1.0, (f, latency)
+    assert json.loads(out) == {f: "interrupted" for f in json.loads(out)}, out
 
 
 # Two 8 MB pages of one alphabet: different (random words) or near-copies

@@ -244,6 +244,11 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
     back = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--restore"], capture_output=True, text=True,
                           check=True)
     assert back.stdout.startswith("restored run 1: 355 row(s) back")
+    # Ordinary errors are messages, not tracebacks.
+    for args, message in [(["--restore"], "nothing to undo"), (["--threshold", "1.5"], "threshold must be in"),
+                          (["--table", "nosuch"], "not found")]:
+        bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, *args], capture_output=True, text=True)
+        assert bad.returncode == 1 and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
 
 
 def test_the_datasette_plugin(tmp_path, dist):
@@ -259,13 +264,17 @@ async def main():
     print(json.dumps(r.json()))
     r = await ds.client.get("/demo.json?sql=select+dedup_run()&_shape=array")
     print(r.status_code)
+    print(json.dumps(r.json()))
 asyncio.run(main())
 """
     out = subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.splitlines()
     assert json.loads(lines[0]) == [{"u": "http://x.org/a", "r": 0.5}]
-    # The pipeline writes: Datasette's read-only queries cannot run it.
+    # The pipeline writes: Datasette's read-only queries cannot run it, and
+    # the message names the function and where to run it instead.
     assert lines[1] == "400"
+    error = json.dumps(json.loads(lines[2]))
+    assert "dedup_run: the database is readonly" in error and "sqlite-dedup run DB" in error, error
 
 
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):

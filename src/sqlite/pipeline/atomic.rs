@@ -45,6 +45,11 @@ pub fn atomically<T>(
             running - 1
         )));
     }
+    if lock == Lock::Write && read_only(db)? {
+        return Err(DedupError::new(format!(
+            "{function}: the database is readonly on this connection (opened read-only, PRAGMA query_only, or a Datasette query), got no way to write; nothing was changed (run it where it can write: the sqlite3 shell, `sqlite-dedup run DB`, `sqlite-utils dedup DB`)"
+        )));
+    }
     let previous_timeout: i64 = db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
     let budget = if previous_timeout > 0 {
         previous_timeout
@@ -253,6 +258,14 @@ fn still_open(function: &str, message: String) -> DedupError {
         "{what}; {function} could not roll back its own transaction, which still holds part of \
          the run: ROLLBACK it (or close the connection) and do not COMMIT"
     ))
+}
+
+/// Whether this connection cannot write the main database.
+fn read_only(db: &Connection) -> Result<bool, DedupError> {
+    // Safety: the handle is this connection's; the name is a C string.
+    let flag = unsafe { ffi::sqlite3_db_readonly(db.handle(), c"main".as_ptr()) };
+    let query_only: bool = db.query_row("PRAGMA query_only", [], |r| r.get(0))?;
+    Ok(flag == 1 || query_only)
 }
 
 /// How many statements of this connection are running (stepped and not

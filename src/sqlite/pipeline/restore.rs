@@ -17,7 +17,7 @@ const MOVED_LISTED: usize = 20;
 /// Restores the latest run; returns what was done, in words.
 pub fn restore(db: &Connection) -> Result<String, DedupError> {
     if schema::object_type(db, "dedup_runs")?.is_none() {
-        return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database)".into());
+        return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
     let last = next_run(db)? - 1;
     let Some((run, settings)) = db
@@ -237,6 +237,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         [run],
     )?;
     db.execute("DELETE FROM main.dedup_runs WHERE run = ?1", [run])?;
+    let emptied = drop_when_no_run_is_left(db)?;
 
     let mut out = format!(
         "restored run {run}: {} row(s) back in {}, {survivors} survivor(s) given back their old values",
@@ -268,5 +269,36 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     for n in notes {
         out.push_str(&format!("\n  {}", truncate(&n, 300)));
     }
+    if emptied {
+        out.push_str("\n  no run is left: the extension's tables are dropped (VACUUM gives their space back to the file)");
+    }
     Ok(out)
+}
+
+/// After the first run is undone, the extension's tables hold nothing: they
+/// are dropped (with the `dedup_why` view), so the database is as before
+/// its first run; `dedup_domains` stays if it holds rows (a user's, put
+/// back). Returns whether they were dropped.
+fn drop_when_no_run_is_left(db: &Connection) -> Result<bool, DedupError> {
+    let left: i64 = db.query_row("SELECT count(*) FROM main.dedup_runs", [], |r| r.get(0))?;
+    if left > 0 {
+        return Ok(false);
+    }
+    for (table, _) in own_tables::OWN {
+        if schema::object_type(db, table)?.as_deref() != Some("table") {
+            continue;
+        }
+        let rows: i64 = db.query_row(
+            &format!("SELECT count(*) FROM main.{}", quote_ident(table)),
+            [],
+            |r| r.get(0),
+        )?;
+        if rows == 0 {
+            db.execute_batch(&format!("DROP TABLE main.{}", quote_ident(table)))?;
+        }
+    }
+    if schema::object_type(db, "dedup_why")?.as_deref() == Some("view") {
+        db.execute_batch("DROP VIEW main.dedup_why")?;
+    }
+    Ok(true)
 }
