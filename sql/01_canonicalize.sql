@@ -6,7 +6,9 @@
 -- parsed is a BLOB or invalid UTF-8 is skipped (skip_reason says why): never
 -- compared, never removed. canonical_url is NULL for a row that leaves the
 -- pipeline here (discard_reason says why). Rows without parsed text but
--- with content get parsed/content_hash/length computed (fill_parsed is set);
+-- with content get parsed/content_hash/length computed (fill_parsed is set;
+-- content that is HTML gives its visible text, html_text, but under
+-- compat = 'reference', which compares the markup);
 -- has_text notes whether the text phase 4 compares is empty, while the text
 -- is at hand (phase 4 then need not read it to know);
 -- nothing is written to the user's tables before the runner applies the plan.
@@ -48,7 +50,10 @@ WITH checked AS (
 src AS (
   SELECT rid, url, parsed, content_hash, length, datetime, crawled, category, problem,
          CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
-              THEN normalize_text(coalesce(title, '') || char(10, 10) || content) END AS fill,
+              THEN normalize_text(coalesce(title, '') || char(10, 10) ||
+                   CASE WHEN r.compat <> 'reference' AND ltrim(substr(content, 1, 64)) LIKE '<%'
+                             AND (instr(content, '</') > 0 OR ltrim(substr(content, 1, 64)) LIKE '<!doctype%')
+                        THEN html_text(content) ELSE content END) END AS fill,
          CASE WHEN problem IS NULL AND r.url_rules > 0
               THEN coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
               ELSE '' END AS learned,

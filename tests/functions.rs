@@ -54,6 +54,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_version",
             "dupe_probability",
             "hamming_distance",
+            "html_text",
             "lev_ratio",
             "lsh_params",
             "lsh_probability",

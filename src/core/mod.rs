@@ -5,6 +5,7 @@ pub mod candidates;
 pub mod diff;
 pub mod halt;
 pub mod hash;
+pub mod html;
 pub mod lcs;
 pub mod near_dups;
 pub mod parallel;

@@ -240,6 +240,17 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         ))
     })?;
 
+    db.create_scalar_function("html_text", -1, PURE, |ctx| {
+        check_arity(ctx, "html_text", 1, 1)?;
+        let t = text_arg(ctx, 0, "html_text", "html")?;
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        Ok(text_result(
+            t.map(|t| crate::core::html::html_text_or_halt(t, &stop))
+                .transpose()?,
+        ))
+    })?;
+
     db.create_scalar_function("content_hash", -1, PURE, |ctx| {
         check_arity(ctx, "content_hash", 1, 1)?;
         let t = text_arg(ctx, 0, "content_hash", "text")?;

@@ -174,3 +174,48 @@ def test_a_view_as_the_table_names_the_fix(tmp_path):
     conn.execute("CREATE VIEW v AS SELECT rowid AS id, url AS link, content FROM pages")
     with pytest.raises(sqlite3.OperationalError, match="got a view .*set the table setting to the table the view reads"):
         conn.execute("SELECT dedup_run('{\"table\": \"v\"}')").fetchone()
+
+
+TEMPLATES = [
+    "<!DOCTYPE html><html><head><title>{t}</title><style>p{{color:red}}" + " .c{{margin:0 auto;font:14px serif}}" * 120
+    + "</style><script>var a=1;</script></head>"
+    "<body><nav>Menu</nav><article>{body}</article><script>track('{t}')</script></body></html>",
+    "<html><head><meta charset=utf-8><link rel=stylesheet href=/x.css></head><body class=page>"
+    "<nav>Menu</nav><div id=content>{body}</div><!-- rendered in 12 ms --></body></html>",
+    "<html><body><nav>Menu</nav><table><tr><td>{body}</td></tr></table>"
+    "<script type=text/javascript>" + "if (a < b) {{ x = '</p>'; dataLayer.push(arguments); }} " * 80
+    + "</script></body></html>",
+]
+
+
+def html_crawl(path):
+    """One article under three templates (other scripts, styles, markup) on
+    three sites, and a different article; content is HTML, parsed NULL."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE pages (url TEXT, content TEXT, parsed TEXT)")
+    body = "".join(f"<p>{words(500 + i, 60)}</p>" for i in range(5))
+    other = "".join(f"<p>{words(900 + i, 60)}</p>" for i in range(5))
+    for i, template in enumerate(TEMPLATES):
+        conn.execute("INSERT INTO pages VALUES (?, ?, NULL)", (f"https://site{i}.example/article", template.format(t="A", body=body)))
+    conn.execute("INSERT INTO pages VALUES (?, ?, NULL)", ("https://site9.example/other", TEMPLATES[0].format(t="B", body=other)))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_html_under_three_templates_is_one_page(tmp_path):
+    db = html_crawl(str(tmp_path / "html.db"))
+    conn = P.connect(db)
+    report = conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert report.splitlines()[0] == "run 1: 4 rows -> 2 rows", report
+    # The survivors' parsed is the visible text: no markup, script or style.
+    for (parsed,) in conn.execute("SELECT parsed FROM pages"):
+        assert "<" not in parsed and "track(" not in parsed and "color:red" not in parsed
+        assert parsed.startswith("menu "), parsed[:40]
+
+
+def test_html_is_compared_as_markup_under_compat_reference(tmp_path):
+    db = html_crawl(str(tmp_path / "html.db"))
+    conn = P.connect(db)
+    report = conn.execute("SELECT dedup_run('{\"compat\": \"reference\"}')").fetchone()[0]
+    assert report.splitlines()[0] == "run 1: 4 rows -> 4 rows", report

@@ -1,0 +1,262 @@
+//! The visible text of an HTML page, by html5ever's HTML5 tokenizer (the
+//! spec's tokenizer: entities, comments, CDATA, raw-text elements as a
+//! browser reads them): markup, attributes, comments, `<head>`, scripts,
+//! styles and templates are left out; block elements end lines, so the
+//! text keeps the page's paragraphs as lines (which `segments` and the
+//! `boilerplate` setting work on).
+
+use std::cell::{Cell, RefCell};
+
+use super::halt::{never, Halt};
+
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
+
+/// Elements whose content is never shown.
+const HIDDEN: [&str; 7] = [
+    "head", "script", "style", "template", "noscript", "svg", "math",
+];
+
+/// Elements that start and end a line of text.
+const BLOCKS: [&str; 44] = [
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "br",
+    "caption",
+    "center",
+    "dd",
+    "details",
+    "dialog",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "html",
+    "legend",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "td",
+    "th",
+    "tr",
+    "ul",
+    "option",
+    "title",
+];
+
+/// Collects the text as the tokenizer hands it over.
+#[derive(Default)]
+struct Collector {
+    out: RefCell<String>,
+    /// Open hidden elements (their content is dropped).
+    hidden: Cell<usize>,
+    /// Whether a space is owed before the next word on this line.
+    space: Cell<bool>,
+}
+
+impl Collector {
+    fn line_break(&self) {
+        let mut out = self.out.borrow_mut();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        self.space.set(false);
+    }
+
+    fn text(&self, t: &str) {
+        if self.hidden.get() > 0 {
+            return;
+        }
+        let mut out = self.out.borrow_mut();
+        for (i, word) in t.split(char::is_whitespace).enumerate() {
+            if i > 0 {
+                self.space.set(true);
+            }
+            if word.is_empty() {
+                continue;
+            }
+            if self.space.get() && !out.is_empty() && !out.ends_with('\n') {
+                out.push(' ');
+            }
+            self.space.set(false);
+            out.push_str(word);
+        }
+    }
+}
+
+impl TokenSink for Collector {
+    type Handle = ();
+
+    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+        match token {
+            Token::CharacterTokens(t) => self.text(&t),
+            Token::TagToken(tag) => {
+                let name: &str = &tag.name;
+                let hidden = HIDDEN.contains(&name);
+                match tag.kind {
+                    TagKind::StartTag => {
+                        if hidden && !tag.self_closing {
+                            self.hidden.set(self.hidden.get() + 1);
+                        }
+                        if BLOCKS.contains(&name) {
+                            self.line_break();
+                        }
+                        // The tokenizer alone does not know which elements
+                        // hold raw text: the tree builder would tell it.
+                        if !tag.self_closing {
+                            match name {
+                                "script" => return TokenSinkResult::RawData(RawKind::ScriptData),
+                                "style" | "xmp" | "iframe" | "noembed" | "noframes" => {
+                                    return TokenSinkResult::RawData(RawKind::Rawtext)
+                                }
+                                "title" | "textarea" => {
+                                    return TokenSinkResult::RawData(RawKind::Rcdata)
+                                }
+                                "plaintext" => return TokenSinkResult::Plaintext,
+                                _ => {}
+                            }
+                        }
+                    }
+                    TagKind::EndTag => {
+                        if hidden {
+                            self.hidden.set(self.hidden.get().saturating_sub(1));
+                        }
+                        if BLOCKS.contains(&name) {
+                            self.line_break();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        TokenSinkResult::Continue
+    }
+}
+
+/// The visible text of `html`: one line per block, words separated by one
+/// space, no empty lines.
+///
+/// ```
+/// use dedup::core::html::html_text;
+/// let page = "<html><head><title>T</title><style>p{}</style></head><body>\
+///             <p>One &amp; <b>two</b></p><script>var x = '<p>no</p>';</script>\
+///             <!-- hidden --><div>Three<br>four</div></body></html>";
+/// assert_eq!(html_text(page), "One & two\nThree\nfour");
+/// ```
+pub fn html_text(html: &str) -> String {
+    html_text_or_halt(html, &never).unwrap_or_default()
+}
+
+/// Pieces the input is fed in, `stop` asked between them.
+const PIECE: usize = 1 << 18;
+
+/// [`html_text`] that asks `stop` between pieces of 256 KiB.
+pub fn html_text_or_halt(html: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    let tokenizer = Tokenizer::new(Collector::default(), TokenizerOpts::default());
+    let input = BufferQueue::default();
+    let mut rest = html;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(PIECE);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        input.push_back(StrTendril::from_slice(&rest[..cut]));
+        let _ = tokenizer.feed(&input);
+        rest = &rest[cut..];
+        if !rest.is_empty() && stop() {
+            return Err(Halt::Stopped);
+        }
+    }
+    tokenizer.end();
+    let mut out = tokenizer.sink.out.take();
+    while out.ends_with('\n') {
+        out.pop();
+    }
+    Ok(out)
+}
+
+/// Whether a text looks like an HTML document or fragment: its first
+/// non-blank character is `<` and it has an end tag or a doctype.
+pub fn looks_like_html(text: &str) -> bool {
+    let head = text.trim_start();
+    head.starts_with('<')
+        && (text.contains("</")
+            || head[..head.len().min(64)]
+                .to_ascii_lowercase()
+                .starts_with("<!doctype"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_differ_but_the_text_is_the_same() {
+        let article = "<h1>Title</h1><p>First paragraph of the article.</p><p>Second one.</p>";
+        let a = format!(
+            "<html><head><script>a()</script></head><body><nav>Home</nav>{article}</body></html>"
+        );
+        let b = format!(
+            "<!DOCTYPE html><html><head><style>.x{{}}</style></head><body class=k><nav>Home</nav>\
+             <div id=main>{article}</div><script>track()</script></body></html>"
+        );
+        assert_eq!(html_text(&a), html_text(&b));
+        assert_eq!(
+            html_text(&a),
+            "Home\nTitle\nFirst paragraph of the article.\nSecond one."
+        );
+    }
+
+    #[test]
+    fn raw_text_and_comments_are_not_text() {
+        assert_eq!(
+            html_text("<p>a</p><script>if (a < b) { x = '</p>'; }</script><p>b</p>"),
+            "a\nb"
+        );
+        assert_eq!(html_text("<p>a<!-- <p>c</p> -->b</p>"), "ab");
+        assert_eq!(
+            html_text("<textarea><p>shown as text</p></textarea>"),
+            "<p>shown as text</p>"
+        );
+    }
+
+    #[test]
+    fn broken_markup_is_read_as_a_browser_would() {
+        assert_eq!(html_text("<p>one<p>two"), "one\ntwo");
+        assert_eq!(html_text("a &lt;b&gt; &unknown; c"), "a <b> &unknown; c");
+        assert_eq!(html_text(""), "");
+        assert_eq!(html_text("<"), "<");
+    }
+
+    #[test]
+    fn what_looks_like_html() {
+        assert!(looks_like_html("  <html><body>x</body></html>"));
+        assert!(looks_like_html("<!DOCTYPE html><p>x"));
+        assert!(!looks_like_html("plain text with a < sign and </ later"));
+        assert!(!looks_like_html("<3 is not markup"));
+    }
+}
