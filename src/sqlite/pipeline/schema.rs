@@ -339,10 +339,10 @@ mod tests {
         );
         assert_eq!(
             err("CREATE TABLE pages (link TEXT, body TEXT)", "pages"),
-            "dedup: 'pages' lacks required column(s), got none named url, content or parsed (the others are optional)"
+            "dedup: 'pages' lacks required column(s), got none named url, content or parsed (the others are optional; a column of another name: the columns setting, e.g. {\"columns\": {\"url\": \"link\"}})"
         );
         assert!(err("CREATE VIEW pages AS SELECT 1 AS url", "pages")
-            .ends_with("must be a table, got a view"));
+            .contains("must be a table, got a view (a run deletes rows: set the table setting"));
         assert!(err("CREATE TABLE pages (url, parsed, dedup_run)", "pages")
             .contains("column named 'dedup_run'"));
     }
