@@ -128,7 +128,10 @@ WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 -- candidates. Only the keys are kept: memory holds the band table, not the
 -- texts. near_dups_among groups the rows by shared key and
 -- generates each row's candidates as the scan reaches it (a pair sharing
--- several bands is compared once), so the pairs are never all held.
+-- several bands is compared once), so the pairs are never all held. With
+-- lsh_election = 'direct' it removes a row only for a winner it is verified
+-- near, and never removes a winner afterwards: no removed row ends far from
+-- its final survivor (the default 'chain' is the window scan's election).
 DROP TABLE IF EXISTS temp._dedup_lsh_bands;
 CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
 INSERT INTO _dedup_lsh_bands
@@ -145,6 +148,8 @@ FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1
 WHERE r.near_mode = 'window'
 UNION ALL
 SELECT n.id, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold) AS n
+FROM _dedup_run AS r,
+     near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold,
+                     r.lsh_election) AS n
 WHERE r.near_mode = 'lsh';
 DROP TABLE temp._dedup_near_copy;

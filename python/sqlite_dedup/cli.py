@@ -101,6 +101,8 @@ def main(argv=None):
                      help="keep all but tracking query parameters (setting discard_params = 0)")
     run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
     run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    run.add_argument("--lsh-election", choices=["chain", "direct"],
+                     help="lsh mode: 'direct' removes a row only for a winner it is near (no drift; default chain)")
     run.add_argument("--boilerplate", choices=["keep", "strip"],
                      help="'strip': compare texts without the lines a site repeats (default keep)")
     run.add_argument("--url-rules", type=float, metavar="P",
@@ -142,7 +144,7 @@ def main(argv=None):
                 "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
                 "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
                 "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
-                "url_rules": args.url_rules}.items() if v is not None}
+                "url_rules": args.url_rules, "lsh_election": args.lsh_election}.items() if v is not None}
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

@@ -314,3 +314,20 @@ def test_interrupt_stops_a_long_scan_promptly(tmp_path, scan):
     with pytest.raises(sqlite3.OperationalError, match="interrupt"):
         conn.execute(f"SELECT count(*) FROM {scan}").fetchall()
     assert time.monotonic() - start < 5.0
+
+
+def test_lsh_direct_election_leaves_no_removed_row_far_from_its_final_survivor(tmp_path):
+    """lsh_election = 'direct': every phase-4 removal's survivor is its final
+    survivor, and python-Levenshtein puts the pair above the threshold (the
+    default chain election drifts: 75 of 502 removals end at or below 0.9
+    on this corpus, benches/drift.py)."""
+    import Levenshtein
+    conn, _ = run_lsh(tmp_path, lsh_election="direct")
+    removed = conn.execute(
+        "SELECT d.dedup_rowid, d.dedup_survivor, coalesce(d.parsed, d.content), coalesce(p.parsed, p.content) "
+        "FROM dedup_removed AS d JOIN pages AS p ON p.rowid = d.dedup_survivor WHERE d.dedup_phase = 4").fetchall()
+    total = conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0]
+    assert len(removed) == total > 450  # every survivor is still in pages: no chain
+    assert all(Levenshtein.ratio(a, b) > 0.9 for _, _, a, b in removed)
+    settings = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert settings["lsh_election"] == "direct"

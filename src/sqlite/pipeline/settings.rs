@@ -10,7 +10,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 16] = [
+pub const KEYS: [&str; 17] = [
     "threshold",
     "distance",
     "discard_params",
@@ -27,6 +27,7 @@ pub const KEYS: [&str; 16] = [
     "compat",
     "prefer",
     "columns",
+    "lsh_election",
 ];
 
 /// Checked settings of one run.
@@ -74,6 +75,9 @@ pub struct Settings {
     /// The table's columns for the pipeline's names (`url`, `parsed`, ...)
     /// when they are named otherwise: (pipeline name, column).
     pub columns: Vec<(String, String)>,
+    /// `lsh` mode's election: `chain` (the window scan's) or `direct` (no
+    /// removed row ends far from its final survivor).
+    pub lsh_election: String,
 }
 
 impl Default for Settings {
@@ -96,6 +100,7 @@ impl Default for Settings {
             prefer: Vec::new(),
             prefer_json: "[]".into(),
             columns: Vec::new(),
+            lsh_election: "chain".into(),
         }
     }
 }
@@ -128,7 +133,7 @@ impl Settings {
             "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
                     'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15))",
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16)",
             params![
                 self.threshold,
                 self.distance,
@@ -144,7 +149,8 @@ impl Settings {
                 self.url_rules,
                 self.compat,
                 self.prefer_json,
-                columns_json(&self.columns)
+                columns_json(&self.columns),
+                self.lsh_election
             ],
             |r| r.get(0),
         )
@@ -406,6 +412,17 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if let Some(v) = get("lsh_election") {
+        s.lsh_election = match v {
+            Value::Text(t) if t == "chain" || t == "direct" => t,
+            other => {
+                return fail(format!(
+                    "dedup: lsh_election must be 'chain' (the window scan's election) or 'direct' (no drift), got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
     if let Some(v) = get("prefer") {
         s.prefer = parse_prefer(&v)?;
         if let Value::Text(t) = v {
@@ -506,10 +523,11 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
          CREATE TEMP TABLE _dedup_run (run INTEGER, rows_before INTEGER, threshold REAL,
            distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
            near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER, boilerplate TEXT,
-           boilerplate_min_pages INTEGER, url_rules REAL, compat TEXT, strict_options TEXT);",
+           boilerplate_min_pages INTEGER, url_rules REAL, compat TEXT, strict_options TEXT,
+           lsh_election TEXT);",
     )?;
     db.execute(
-        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             run,
             rows_before,
@@ -525,7 +543,8 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
             s.boilerplate_min_pages,
             s.url_rules,
             s.compat,
-            s.strict_options()
+            s.strict_options(),
+            s.lsh_election
         ],
     )?;
     Ok(())

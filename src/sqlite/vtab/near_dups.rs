@@ -48,7 +48,7 @@ struct WindowScan;
 
 impl Scan for WindowScan {
     const NAME: &'static str = NAME;
-    const ARGUMENTS: [&'static str; 3] = ["input", "threshold", "distance"];
+    const ARGUMENTS: &'static [&'static str] = &["input", "threshold", "distance"];
     const REQUIRED: c_int = 0b001;
 
     fn run(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<(Vec<Removal>, ScanStats)> {

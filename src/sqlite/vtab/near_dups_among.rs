@@ -1,6 +1,7 @@
-//! `near_dups_among(input, pairs [, threshold])`: the window scan's election
-//! over candidate pairs instead of a window, so near-duplicates are found
-//! however far apart they sort.
+//! `near_dups_among(input, pairs [, threshold [, election]])`: the window
+//! scan's election over candidate pairs instead of a window, so
+//! near-duplicates are found however far apart they sort; with `election =
+//! 'direct'`, without drift (see [`crate::core::near_dups::Election`]).
 //!
 //! `input` has the columns of `near_dups`' input (`pos`, `id`, `text`,
 //! `rank`; `pos` and `id` unique integers). `pairs` has either columns `a`
@@ -25,7 +26,7 @@ use super::{
     threshold_argument,
 };
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder};
-use crate::core::near_dups::{scan_pairs, validate, Removal, ScanStats};
+use crate::core::near_dups::{scan_pairs_with, validate, Election, Removal, ScanStats};
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
@@ -47,13 +48,23 @@ struct PairScan;
 
 impl Scan for PairScan {
     const NAME: &'static str = NAME;
-    const ARGUMENTS: [&'static str; 3] = ["input", "pairs", "threshold"];
+    const ARGUMENTS: &'static [&'static str] = &["input", "pairs", "threshold", "election"];
     const REQUIRED: c_int = 0b011;
 
     fn run(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<(Vec<Removal>, ScanStats)> {
         let input = table_argument(NAME, "input", args[0])?;
         let pairs = table_argument(NAME, "pairs", args[1])?;
         let threshold = threshold_argument(NAME, args[2])?;
+        let election = match args.get(3).copied().flatten() {
+            None | Some(ValueRef::Null) => Election::Chain,
+            Some(ValueRef::Text(b"chain")) => Election::Chain,
+            Some(ValueRef::Text(b"direct")) => Election::Direct,
+            Some(other) => return Err(error(
+                NAME,
+                "election must be 'chain' (the window scan's, the default) or 'direct' (no drift)",
+                &describe(other),
+            )),
+        };
         validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "pairs", &pairs)?;
@@ -69,10 +80,14 @@ impl Scan for PairScan {
         let (rows, positions, index) = read_rows(db, &input)?;
         if listed {
             let candidates = read_pairs(db, &pairs, &input, &index)?;
-            scan(db, &input, &rows, &positions, candidates, threshold)
+            scan(
+                db, &input, &rows, &positions, candidates, threshold, election,
+            )
         } else {
             let candidates = read_keys(db, &pairs, &input, &index)?;
-            scan(db, &input, &rows, &positions, candidates, threshold)
+            scan(
+                db, &input, &rows, &positions, candidates, threshold, election,
+            )
         }
     }
 }
@@ -85,6 +100,7 @@ fn scan(
     positions: &[i64],
     candidates: impl Candidates,
     threshold: f64,
+    election: Election,
 ) -> Result<(Vec<Removal>, ScanStats)> {
     let sql = format!(
         "SELECT text FROM {} WHERE pos = ?1",
@@ -95,10 +111,11 @@ fn scan(
     let mut poll = unsafe { InterruptPoll::new(db.handle()) };
     progress::total(rows.len() as u64);
     let mut furthest = 0usize;
-    scan_pairs(
+    scan_pairs_with(
         rows,
         candidates,
         threshold,
+        election,
         |k| {
             if k > furthest + 255 {
                 furthest = k;

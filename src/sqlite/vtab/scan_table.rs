@@ -27,8 +27,8 @@ const FIRST_ARGUMENT: c_int = 4;
 pub(crate) trait Scan: Sized + 'static {
     /// The function's name.
     const NAME: &'static str;
-    /// Names of its three hidden arguments.
-    const ARGUMENTS: [&'static str; 3];
+    /// Names of its hidden arguments.
+    const ARGUMENTS: &'static [&'static str];
     /// Mask of the arguments that must be given.
     const REQUIRED: c_int;
     /// Runs the scan on `db` with the given arguments (by position).
@@ -61,11 +61,11 @@ unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
         // Reads other tables of the database: not innocuous.
         db.config(VTabConfig::DirectOnly)?;
         let handle = unsafe { db.handle() };
-        let [a, b, c] = S::ARGUMENTS;
+        let hidden: Vec<String> = S::ARGUMENTS.iter().map(|a| format!("{a} HIDDEN")).collect();
         Ok((
             format!(
-                "CREATE TABLE x(id INTEGER, survivor INTEGER, anchor INTEGER, ratio REAL, \
-                 {a} HIDDEN, {b} HIDDEN, {c} HIDDEN)"
+                "CREATE TABLE x(id INTEGER, survivor INTEGER, anchor INTEGER, ratio REAL, {})",
+                hidden.join(", ")
             ),
             ScanTab {
                 base: ffi::sqlite3_vtab::default(),
@@ -78,7 +78,7 @@ unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
         unwind_safe(S::NAME, || {
-            plan_arguments(info, FIRST_ARGUMENT, 3, S::REQUIRED, 1e6)
+            plan_arguments(info, FIRST_ARGUMENT, S::ARGUMENTS.len(), S::REQUIRED, 1e6)
         })
     }
 
@@ -107,7 +107,7 @@ struct ScanCursor<'vtab, S> {
 unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
     fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
         let (removed, stats) = unwind_safe(S::NAME, || {
-            let given = planned_arguments(idx_num, args, 3);
+            let given = planned_arguments(idx_num, args, S::ARGUMENTS.len());
             // A non-owning handle on the connection that runs this query.
             let db = unsafe { Connection::from_handle(self.db) }?;
             S::run(&db, &given)
