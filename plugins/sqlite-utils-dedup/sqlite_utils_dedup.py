@@ -25,8 +25,9 @@ def register_commands(cli):
     @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
     @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
+    @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' for no drift")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, restore):
+    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         db = sqlite_utils.Database(path)
         try:
@@ -35,7 +36,8 @@ def register_commands(cli):
                 return
             settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
                                           "n_min": n_min, "table": table, "prefer": list(prefer) or None,
-                                          "compat": compat, "columns": columns}.items() if v is not None}
+                                          "compat": compat, "columns": columns,
+                                          "lsh_election": lsh_election}.items() if v is not None}
             click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
         except Exception as e:  # the sqlite3 module sqlite-utils uses may be another
             # An ordinary error (nothing to undo, a bad setting, no table):

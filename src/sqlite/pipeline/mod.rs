@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod atomic;
+pub mod json;
 pub mod own_tables;
 pub mod plan;
 pub mod progress;

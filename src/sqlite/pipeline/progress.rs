@@ -74,7 +74,7 @@ pub fn register(db: &Connection) -> Result<()> {
             Ok(guard.as_ref().map(|s| {
                 format!(
                     "{{\"phase\":{},\"step\":{},\"steps\":{},\"done\":{},\"total\":{},\"seconds\":{:.3},\"running\":{}}}",
-                    super::report::json_string(&s.phase),
+                    super::json::json_string(&s.phase),
                     s.step,
                     s.steps,
                     s.done,

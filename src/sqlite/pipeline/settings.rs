@@ -465,24 +465,13 @@ fn columns_json(columns: &[(String, String)]) -> String {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&format!("{}:{}", json_quote(k), json_quote(v)));
+        out.push_str(&format!(
+            "{}:{}",
+            super::json::json_string(k),
+            super::json::json_string(v)
+        ));
     }
     out.push('}');
-    out
-}
-
-/// `s` as a JSON string.
-fn json_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 
