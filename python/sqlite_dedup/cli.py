@@ -46,7 +46,30 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
     thread = threading.Thread(target=work)
     thread.start()
     probe = connect(":memory:") if draw else None
-    last_phase, width = None, 0
+    last, width = None, 0
+
+    def line_of(p, finished=False):
+        """The display line of a progress state (a finished phase: all rows)."""
+        text = f"[{p['step']}/{p['steps']}] {p['phase']}"
+        if p["total"]:
+            done = p["total"] if finished else p["done"]
+            frac = min(done / p["total"], 1.0)
+            text += f" [{'#' * int(frac * 20):<20}] {done}/{p['total']} rows"
+            if done and not finished:
+                left = p["seconds"] * (p["total"] - done) / done
+                text += f", {p['seconds']:.0f} s, ~{left:.0f} s left"
+            elif finished:
+                text += f", {p['seconds']:.0f} s"
+        else:
+            text += f" {p['seconds']:.0f} s"
+        return text
+
+    def draw(text):
+        nonlocal width
+        out.write("\r" + text.ljust(width))
+        width = len(text)
+        out.flush()
+
     while thread.is_alive():
         try:
             thread.join(every)
@@ -62,23 +85,16 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
         if not raw:
             continue
         p = json.loads(raw)
-        if last_phase is not None and p["phase"] != last_phase:
+        if last is not None and p["phase"] != last["phase"]:
+            # The phase before ended: its line shows every row through.
+            draw(line_of(last, finished=True))
             out.write("\n")
-        last_phase = p["phase"]
-        line = f"[{p['step']}/{p['steps']}] {p['phase']}"
-        if p["total"]:
-            frac = min(p["done"] / p["total"], 1.0)
-            bar = "#" * int(frac * 20)
-            line += f" [{bar:<20}] {p['done']}/{p['total']} rows"
-            if p["done"]:
-                left = p["seconds"] * (p["total"] - p["done"]) / p["done"]
-                line += f", {p['seconds']:.0f} s, ~{left:.0f} s left"
-        else:
-            line += f" {p['seconds']:.0f} s"
-        out.write("\r" + line.ljust(width))
-        width = len(line)
-        out.flush()
-    if last_phase is not None:
+            width = 0
+        last = p
+        draw(line_of(p))
+    if last is not None:
+        if "value" in result:
+            draw(line_of(last, finished=True))
         out.write("\n")
         out.flush()
     if "error" in result:

@@ -171,3 +171,24 @@ def test_restore_all_gives_back_the_database_as_before_its_first_run(tmp_path):
     assert len(after["pages"][1]) == len(before["pages"][1]) + 30
     stats = cli(tmp_path, "stats", db)
     assert stats.returncode == 0 and "no run is recorded" in stats.stdout
+
+
+def test_progress_lines_end_with_every_row_through(tmp_path):
+    """The display of a run (a pseudo-terminal is not needed: with_progress
+    draws to any stream): phase 1 shows its rows, and every phase with a
+    row count ends at its total (the scan's bar once stopped short)."""
+    import io
+    import sys as _sys
+    import crawl
+    _sys.path.insert(0, package(tmp_path))
+    from sqlite_dedup import cli as C
+    db = crawl.make(str(tmp_path / "c.db"), n_articles=1500)
+    conn = C.connect(db)
+    out = io.StringIO()
+    C.with_progress(conn, "SELECT dedup_run('{\"distance\": 200}')", (), out=out, every=0.001)
+    lines = [l.split("\r")[-1].strip() for l in out.getvalue().split("\n") if l.strip()]
+    counted = [l for l in lines if " rows" in l]
+    assert counted, lines
+    for l in counted:
+        done, total = l.split("] ")[-1].split(" rows")[0].split("/")
+        assert done == total, l

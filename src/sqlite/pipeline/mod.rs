@@ -170,6 +170,8 @@ pub fn register(db: &Connection) -> Result<()> {
         Ok(Some(extra.join(",")))
     })?;
     db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
+        // Phase 1 calls it once a row: its progress.
+        progress::tick();
         for (i, name) in ["url", "content", "parsed"].into_iter().enumerate() {
             match ctx.get_raw(i) {
                 ValueRef::Blob(_) => return Ok(Some(format!("{name} is a BLOB"))),

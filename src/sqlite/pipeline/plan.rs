@@ -92,9 +92,9 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     settings::write_run_row(db, s, run, rows_before)?;
     write_prefer(db, &source, &s.prefer)?;
     let seconds = if s.url_rules > 0.0 {
-        crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db))??
+        crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
     } else {
-        run_phases(db)?
+        run_phases(db, rows_before)?
     };
     let planned = Planned {
         run,
@@ -155,10 +155,14 @@ fn write_prefer(db: &Connection, source: &Source, terms: &[String]) -> Result<()
 }
 
 /// Runs the phase scripts in order; the seconds each took.
-fn run_phases(db: &Connection) -> Result<Vec<(String, f64)>, DedupError> {
+fn run_phases(db: &Connection, rows: i64) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(PHASES.len());
     for (i, (name, sql)) in PHASES.iter().enumerate() {
         super::progress::phase(name.trim_end_matches(".sql"), i + 1, PHASES.len() + 1);
+        if i == 0 {
+            // Phase 1 ticks once a row (dedup_invalid_text).
+            super::progress::total(rows.max(0) as u64);
+        }
         let start = std::time::Instant::now();
         db.execute_batch(sql).map_err(|e| {
             DedupError::new(match e {

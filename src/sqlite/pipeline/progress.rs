@@ -54,6 +54,16 @@ pub fn done(done: u64) {
     with(|s| s.done = done);
 }
 
+/// One more row of the current phase is through (phase 1 counts its rows
+/// this way, as it checks each).
+pub fn tick() {
+    with(|s| {
+        if s.running {
+            s.done += 1;
+        }
+    });
+}
+
 /// The run ended (finished or failed).
 pub fn end() {
     with(|s| s.running = false);

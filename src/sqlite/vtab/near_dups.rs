@@ -89,12 +89,17 @@ impl Scan for WindowScan {
             });
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
-        scan(
+        let result = scan(
             rows,
             threshold,
             usize::try_from(distance).unwrap_or(usize::MAX),
             &mut || poll.interrupted(),
-        )
+        );
+        // Every row is through (the count above was read every 256 rows).
+        if result.is_ok() {
+            progress::done(total as u64);
+        }
+        result
     }
 }
 

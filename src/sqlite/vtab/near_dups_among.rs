@@ -111,7 +111,7 @@ fn scan(
     let mut poll = unsafe { InterruptPoll::new(db.handle()) };
     progress::total(rows.len() as u64);
     let mut furthest = 0usize;
-    scan_pairs_with(
+    let result = scan_pairs_with(
         rows,
         candidates,
         threshold,
@@ -129,7 +129,12 @@ fn scan(
             }
         },
         &mut || poll.interrupted(),
-    )
+    );
+    // Every row is through (texts are read only for rows with candidates).
+    if result.is_ok() {
+        progress::done(rows.len() as u64);
+    }
+    result
 }
 
 /// An integer column, or an error naming the column and what it held.
