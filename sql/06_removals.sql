@@ -66,3 +66,37 @@ SELECT domain, params, sum(pages) FROM (
 UPDATE _dedup_prepared SET canonical_url = strict_url
 WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);
 DROP TABLE temp._dedup_apart;
+
+-- Drift, for the report: phase-4 removals whose final survivor in this run
+-- (following phase-4 survivors removed in turn) is at or below the
+-- threshold. The window scan's election (the reference's) removes a row for
+-- its group's best row, which need not be near it; lsh_election = 'direct'
+-- never does. A removal for the anchor it was compared with, which then
+-- stayed, is near by construction; the others are compared here (lev_ratio
+-- with the threshold as cutoff; pairs past its size cap are not counted).
+DROP TABLE IF EXISTS temp._dedup_drift;
+CREATE TEMP TABLE _dedup_drift (removed INTEGER, final INTEGER);
+CREATE INDEX IF NOT EXISTS temp._dedup_near_input_id ON _dedup_near_input (id);
+WITH RECURSIVE chain(id, at, depth) AS (
+  SELECT source_rowid, survivor, 0 FROM _dedup_near_removed
+  UNION ALL
+  SELECT c.id, n.survivor, c.depth + 1
+  FROM chain AS c JOIN _dedup_near_removed AS n ON n.source_rowid = c.at
+  WHERE c.depth < 10000
+),
+last AS (
+  SELECT c.id, c.at FROM chain AS c
+  WHERE NOT EXISTS (SELECT 1 FROM _dedup_near_removed AS n WHERE n.source_rowid = c.at)
+),
+texts AS (
+  SELECT l.id, l.at,
+         (SELECT text FROM _dedup_near_texts WHERE id = l.id) AS a,
+         (SELECT text FROM _dedup_near_texts WHERE id = l.at) AS b
+  FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id
+  WHERE NOT (r.survivor = r.anchor AND l.at = r.anchor)
+)
+INSERT INTO _dedup_drift
+SELECT t.id, t.at FROM texts AS t CROSS JOIN _dedup_run AS s
+WHERE t.a IS NOT NULL AND t.b IS NOT NULL
+  AND CAST(length(t.a) AS REAL) * length(t.b) <= 1e11
+  AND lev_ratio(t.a, t.b, s.threshold) <= s.threshold;

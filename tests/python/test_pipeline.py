@@ -109,6 +109,9 @@ def test_shell_runs_the_readme_command(tmp_path):
         "  phase 3 (same content hash): 1178 removed",
         "  phase 4 (near duplicate): 384 removed",
         "  kept apart: `lang` changes content on jlevy.github.io, 2 pages",
+        # The reference's window election: 78 removals end far from their
+        # final survivor (benches/drift.py counts the same 78 with dedup_why).
+        "  drift: 78 phase-4 removal(s) whose final survivor is at or below the threshold",
     ]
     conn = P.connect(db)
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 1014
@@ -331,3 +334,19 @@ def test_lsh_direct_election_leaves_no_removed_row_far_from_its_final_survivor(t
     assert all(Levenshtein.ratio(a, b) > 0.9 for _, _, a, b in removed)
     settings = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
     assert settings["lsh_election"] == "direct"
+
+
+def test_the_reported_drift_is_what_python_levenshtein_counts(tmp_path):
+    """The report's drift line, against python-Levenshtein over dedup_why's
+    final survivors (texts as phase 4 compared them: parsed here)."""
+    import Levenshtein
+    db = P.copy_corpus(tmp_path)
+    conn = P.connect(db)
+    report = json.loads(conn.execute("SELECT dedup_run()").fetchone()[0] and
+                        conn.execute("SELECT report FROM dedup_runs").fetchone()[0])
+    conn.execute("CREATE TEMP TABLE why AS SELECT * FROM dedup_why")
+    pairs = conn.execute(
+        "SELECT d.parsed, p.parsed FROM temp.why AS w JOIN dedup_removed AS d ON d.dedup_rowid = w.rowid "
+        "JOIN pages AS p ON p.rowid = w.final_survivor WHERE w.phase = 4").fetchall()
+    assert len(pairs) == report["removed"]["4"]
+    assert report["drift"] == sum(Levenshtein.ratio(a, b) <= 0.9 for a, b in pairs) > 0

@@ -37,8 +37,9 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 20] = [
+pub const TEMP_OBJECTS: [(&str, &str); 21] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_drift"),
     ("TABLE", "_dedup_prefer"),
     ("TABLE", "_dedup_kept_apart"),
     ("TABLE", "_dedup_snapshot"),

@@ -40,6 +40,8 @@ pub struct Report {
     /// (domain, parameters, pages): survivors that share a canonical URL
     /// but were kept apart because those parameters change their content.
     pub kept_apart: Vec<(Option<String>, String, i64)>,
+    /// Phase-4 removals whose final survivor is at or below the threshold.
+    pub drift: i64,
 }
 
 /// What each phase removes, for the report.
@@ -101,6 +103,8 @@ impl Report {
             ))?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
+        let drift: i64 =
+            db.query_row("SELECT count(*) FROM temp._dedup_drift", [], |r| r.get(0))?;
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
             run: plan.run,
@@ -113,6 +117,7 @@ impl Report {
             boilerplate,
             too_long,
             kept_apart,
+            drift,
         })
     }
 
@@ -123,7 +128,7 @@ impl Report {
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
-    ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)] };
+    ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0 };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
@@ -154,6 +159,12 @@ impl Report {
         if let Some((segments, domains)) = self.boilerplate {
             lines.push(format!(
                 "  boilerplate stripped: {segments} segment(s) of {domains} domain(s) left out of the near-duplicate comparison"
+            ));
+        }
+        if self.drift > 0 {
+            lines.push(format!(
+                "  drift: {} phase-4 removal(s) whose final survivor is at or below the threshold",
+                self.drift
             ));
         }
         if self.too_long > 0 {
@@ -200,6 +211,9 @@ impl Report {
         } else {
             String::new()
         };
+        if self.drift > 0 {
+            too_long.push_str(&format!(",\"drift\":{}", self.drift));
+        }
         if !self.kept_apart.is_empty() {
             let apart: Vec<String> = self
                 .kept_apart
