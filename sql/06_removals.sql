@@ -77,6 +77,7 @@ DROP TABLE temp._dedup_apart;
 DROP TABLE IF EXISTS temp._dedup_drift;
 CREATE TEMP TABLE _dedup_drift (removed INTEGER, final INTEGER);
 CREATE INDEX IF NOT EXISTS temp._dedup_near_input_id ON _dedup_near_input (id);
+CREATE INDEX IF NOT EXISTS temp._dedup_near_removed_id ON _dedup_near_removed (source_rowid);
 WITH RECURSIVE chain(id, at, depth) AS (
   SELECT source_rowid, survivor, 0 FROM _dedup_near_removed
   UNION ALL
