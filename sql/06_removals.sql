@@ -63,17 +63,36 @@ SELECT domain, params, sum(pages) FROM (
          count(*) AS pages
   FROM _dedup_apart AS a GROUP BY a.canonical_url
 ) GROUP BY domain, params ORDER BY sum(pages) DESC, domain, params;
+-- Each kept-apart page's note, for explain (kept in dedup_notes).
+DROP TABLE IF EXISTS temp._dedup_notes;
+CREATE TEMP TABLE _dedup_notes (rowid_ INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT);
+INSERT INTO _dedup_notes
+SELECT a.source_rowid, 'kept apart', NULL, NULL,
+       'kept apart from ' || (g.pages - 1) || ' other page(s) that share the URL ' || a.canonical_url
+       || ' without ' || CASE WHEN instr(g.params, ',') THEN 'parameters ' ELSE 'parameter ' END
+       || '`' || replace(coalesce(g.params, '?'), ',', '`, `') || '`'
+       || ': their texts differ, so the parameter changes content on ' || coalesce(a.domain, 'this site')
+FROM _dedup_apart AS a
+JOIN (SELECT canonical_url, count(*) AS pages,
+             group_concat(DISTINCT nullif(dedup_extra_params(strict_url, canonical_url), '')) AS params
+      FROM _dedup_apart GROUP BY canonical_url) AS g ON g.canonical_url = a.canonical_url;
 UPDATE _dedup_prepared SET canonical_url = strict_url
 WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);
 DROP TABLE temp._dedup_apart;
 
--- Drift, for the report: phase-4 removals whose final survivor in this run
--- (following phase-4 survivors removed in turn) is at or below the
--- threshold. The window scan's election (the reference's) removes a row for
--- its group's best row, which need not be near it; lsh_election = 'direct'
--- never does. A removal for the anchor it was compared with, which then
--- stayed, is near by construction; the others are compared here (lev_ratio
--- with the threshold as cutoff; pairs past its size cap are not counted).
+-- Each phase-4 removal's final survivor in this run (following phase-4
+-- survivors removed in turn) and its ratio to it, for explain (kept in
+-- dedup_notes) and drift: the removals whose final survivor is at or below
+-- the threshold. The window scan's election (the reference's) removes a row
+-- for its group's best row, which need not be near it; lsh_election =
+-- 'direct' never does. A removal for the anchor it was compared with, which
+-- then stayed, has that pair's ratio; the others are compared here with the
+-- threshold as cutoff (lev_ratio's banded kernel): the ratio when above it,
+-- else 0.0, kept as NULL with below = 1. (The exact ratio of those pairs
+-- would take the unbanded kernel: 0.79 s for the 273 such pairs of a 30k
+-- builder corpus, against 0.02 s.) Pairs past the size cap get no ratio.
+DROP TABLE IF EXISTS temp._dedup_final;
+CREATE TEMP TABLE _dedup_final (removed INTEGER PRIMARY KEY, final INTEGER, ratio REAL, below INTEGER);
 DROP TABLE IF EXISTS temp._dedup_drift;
 CREATE TEMP TABLE _dedup_drift (removed INTEGER, final INTEGER);
 CREATE INDEX IF NOT EXISTS temp._dedup_near_input_id ON _dedup_near_input (id);
@@ -88,16 +107,20 @@ WITH RECURSIVE chain(id, at, depth) AS (
 last AS (
   SELECT c.id, c.at FROM chain AS c
   WHERE NOT EXISTS (SELECT 1 FROM _dedup_near_removed AS n WHERE n.source_rowid = c.at)
-),
-texts AS (
-  SELECT l.id, l.at,
-         (SELECT text FROM _dedup_near_texts WHERE id = l.id) AS a,
-         (SELECT text FROM _dedup_near_texts WHERE id = l.at) AS b
-  FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id
-  WHERE NOT (r.survivor = r.anchor AND l.at = r.anchor)
 )
+INSERT INTO _dedup_final
+SELECT id, at, nullif(ratio, 0.0), ratio = 0.0 FROM (
+  SELECT l.id, l.at,
+         CASE WHEN r.survivor = r.anchor AND l.at = r.anchor THEN r.ratio
+              ELSE (SELECT lev_ratio(a.text, b.text, s.threshold)
+                    FROM _dedup_near_texts AS a, _dedup_near_texts AS b, _dedup_run AS s
+                    WHERE a.id = l.id AND b.id = l.at
+                      AND CAST(length(a.text) AS REAL) * length(b.text) <= 1e11) END AS ratio
+  FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id);
 INSERT INTO _dedup_drift
-SELECT t.id, t.at FROM texts AS t CROSS JOIN _dedup_run AS s
-WHERE t.a IS NOT NULL AND t.b IS NOT NULL
-  AND CAST(length(t.a) AS REAL) * length(t.b) <= 1e11
-  AND lev_ratio(t.a, t.b, s.threshold) <= s.threshold;
+SELECT f.removed, f.final FROM _dedup_final AS f CROSS JOIN _dedup_run AS s
+WHERE f.below OR f.ratio <= s.threshold;
+INSERT INTO _dedup_notes
+SELECT f.removed, 'final', f.final, f.ratio,
+       CASE WHEN f.below THEN 'at or below the threshold ' || s.threshold || ' (not measured further)' END
+FROM _dedup_final AS f CROSS JOIN _dedup_run AS s WHERE f.final IS NOT NULL;

@@ -64,17 +64,38 @@ def restore(conn):
 
 def explain(conn, page):
     """Why a page is gone: for a removed rowid (int) or URL (str), its run,
-    phase, reason, ratio, the survivor it lost to and the final survivor
-    (following survivors later removed), as a dict; None when no run removed it."""
+    phase, reason, ratio, the survivor it lost to, the final survivor
+    (following survivors later removed) and, for a near duplicate, its ratio
+    to the final survivor of its run (final_ratio; when that is at or below
+    the threshold, None and final_note says so), as a dict; None when no run
+    removed it."""
     column = "rowid" if isinstance(page, int) else "url"
+    keys = ["rowid", "url", "run", "phase", "reason", "ratio", "survivor", "final_survivor", "chain", "final_url"]
+    has_ratio = _one(conn, "SELECT count(*) FROM pragma_table_info('dedup_why') WHERE name = 'final_ratio'")
+    if has_ratio:
+        keys += ["final_ratio", "final_note"]
     cur = conn.execute(
-        f"SELECT rowid, url, run, phase, reason, ratio, survivor, final_survivor, chain, final_url "
-        f"FROM dedup_why WHERE {column} = ? ORDER BY run DESC LIMIT 1", (page,))
+        f"SELECT {', '.join(keys)} FROM dedup_why WHERE {column} = ? ORDER BY run DESC LIMIT 1", (page,))
     row = cur.fetchone()
     if row is None:
         return None
-    keys = ["rowid", "url", "run", "phase", "reason", "ratio", "survivor", "final_survivor", "chain", "final_url"]
-    return dict(zip(keys, row))
+    why = dict(zip(keys, row))
+    why.setdefault("final_ratio", None)
+    why.setdefault("final_note", None)
+    return why
+
+
+def kept_apart(conn, rowid):
+    """Why a kept page was not merged with pages whose URLs differ from its
+    own only in a query parameter (a sentence naming the parameter and the
+    domain), from the latest run that kept it apart; None otherwise."""
+    exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'")
+    if not exists:
+        return None
+    row = conn.execute(
+        "SELECT note FROM dedup_notes WHERE dedup_rowid = ? AND kind = 'kept apart' ORDER BY dedup_run DESC LIMIT 1",
+        (rowid,)).fetchone()
+    return row[0] if row else None
 
 
 def stats(conn):

@@ -196,13 +196,20 @@ def main(argv=None):
                     kept = None
                 if kept:
                     print(f"{column} {args.page}: kept (it is in pages; no run removed it)")
+                    rowid = page if isinstance(page, int) else conn.execute(
+                        "SELECT rowid FROM pages WHERE url = ?", (page,)).fetchone()[0]
+                    note = sqlite_dedup.kept_apart(conn, rowid)
+                    if note:
+                        print(f"  {note}")
                     return 0
                 print(f"sqlite-dedup: no page {args.page!r}: not in pages, and no run removed it", file=sys.stderr)
                 return 1
             print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "
                   f"{why['reason']}" + (f" (ratio {why['ratio']:.4f})" if why["ratio"] is not None else ""))
             if why["final_survivor"] is not None:
-                print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})")
+                print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})"
+                      + (f"; ratio to it {why['final_ratio']:.4f}" if why["final_ratio"] is not None else "")
+                      + (f"; ratio to it {why['final_note']}" if why["final_note"] else ""))
         elif args.command == "stats":
             runs = sqlite_dedup.stats(conn)
             if not runs:

@@ -184,6 +184,11 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         .seconds
         .push(("apply".into(), start.elapsed().as_secs_f64()));
     record_run(db, &plan, &report)?;
+    db.execute(
+        "INSERT INTO main.dedup_notes (dedup_run, dedup_rowid, kind, other, ratio, note)
+         SELECT ?1, rowid_, kind, other, ratio, note FROM temp._dedup_notes ORDER BY rowid_",
+        [plan.run],
+    )?;
     create_why_view(db, &source)?;
     drop_temp(db)?;
     Ok(report)
@@ -284,7 +289,9 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
 }
 
 /// `dedup_why`: for every removed row, why it left and the final survivor
-/// it lost to (following survivors that later phases or runs removed).
+/// it lost to (following survivors that later phases or runs removed), and
+/// for a near duplicate the ratio to that survivor when it is the final
+/// survivor of its own run (above the threshold; a note says when below).
 /// Plain SQL in the user's database: readable without the extension.
 fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
     match schema::object_type(db, "dedup_why")?.as_deref() {
@@ -314,8 +321,11 @@ fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
                 d.dedup_reason AS reason, d.dedup_ratio AS ratio, d.dedup_survivor AS survivor,
                 l.at AS final_survivor,
                 CASE WHEN l.at IS NULL THEN NULL ELSE l.path || ' -> ' || l.at END AS chain,
-                (SELECT {qurl} FROM {table} WHERE {rowid} = l.at) AS final_url
-         FROM dedup_removed AS d JOIN last AS l ON l.start = d.rowid;",
+                (SELECT {qurl} FROM {table} WHERE {rowid} = l.at) AS final_url,
+                n.ratio AS final_ratio, n.note AS final_note
+         FROM dedup_removed AS d JOIN last AS l ON l.start = d.rowid
+         LEFT JOIN dedup_notes AS n
+           ON n.dedup_run = d.dedup_run AND n.dedup_rowid = d.dedup_rowid AND n.kind = 'final' AND n.other = l.at;",
         qurl = source.column("url").map_or("NULL".into(), |u| quote_ident(&u)),
         table = quote_ident(&source.table),
         rowid = source.rowid,

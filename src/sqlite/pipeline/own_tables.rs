@@ -1,5 +1,5 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
-//! `dedup_removed`, `dedup_rewritten`, `dedup_domains`,
+//! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_domains`,
 //! `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
@@ -14,7 +14,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 5] = [
+pub const OWN: [(&str, &str); 6] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -26,6 +26,13 @@ pub const OWN: [(&str, &str); 5] = [
     (
         "dedup_rewritten",
         "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)",
+    ),
+    // What explain says beyond dedup_removed: a phase-4 removal's final
+    // survivor in its run and the ratio to it ('final'), why a kept page
+    // was kept apart from pages sharing its URL ('kept apart').
+    (
+        "dedup_notes",
+        "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
     ),
     (
         "dedup_domains",

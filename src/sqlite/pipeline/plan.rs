@@ -37,9 +37,11 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 21] = [
+pub const TEMP_OBJECTS: [(&str, &str); 23] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_drift"),
+    ("TABLE", "_dedup_final"),
+    ("TABLE", "_dedup_notes"),
     ("TABLE", "_dedup_prefer"),
     ("TABLE", "_dedup_kept_apart"),
     ("TABLE", "_dedup_snapshot"),

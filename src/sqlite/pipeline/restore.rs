@@ -236,6 +236,9 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
         [run],
     )?;
+    if schema::object_type(db, "dedup_notes")?.as_deref() == Some("table") {
+        db.execute("DELETE FROM main.dedup_notes WHERE dedup_run = ?1", [run])?;
+    }
     db.execute("DELETE FROM main.dedup_runs WHERE run = ?1", [run])?;
     let emptied = drop_when_no_run_is_left(db)?;
 
