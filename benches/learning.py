@@ -8,7 +8,8 @@ pip MaybeDont's DupePredictor (get_dupe_prob + update_model) on the same
 stream and threshold. A skip is avoided work when the URL's content was seen
 before in the stream, a false skip when it was new. Streams: the builder
 corpus (content = content_hash; near-copies count as new content, for both
-tools) and tests/python/sites.py's param_crawl (content = its group).
+tools), tests/python/sites.py's param_crawl (content = its group) and its
+product_site, a shop whose pages are mostly chrome (content = the product).
 Content "seen before" = the same content key, or word 4-shingle Jaccard >= 0.9
 (exact sets) with an earlier row of the same host.
 
@@ -37,7 +38,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402
-from sites import chrome_site, param_crawl  # noqa: E402
+from sites import chrome_site, param_crawl, product_site  # noqa: E402
 from corpora import DATA, corpus  # noqa: E402
 
 THRESHOLD = 0.98
@@ -53,7 +54,8 @@ class _Random:
         return random.sample(sorted(population), k)
 maybedont.predict.random = _Random()
 stream = json.load(open(sys.argv[1]))
-dp = DupePredictor()
+sample = int(sys.argv[2])  # texts given to learn its too-common shingles from
+dp = DupePredictor(texts_sample=[text for _, text in stream[:sample]] or None)
 probs, t_pred, t_upd = [], 0.0, 0.0
 for url, text in stream:
     a = time.perf_counter(); probs.append(dp.get_dupe_prob(url)); b = time.perf_counter()
@@ -143,6 +145,11 @@ def ours_replay(stream, batch):
                 conn.execute("SELECT dedup_learn_url_rules()").fetchone()
                 t_upd += time.perf_counter() - a
                 pending = []
+        if pending:  # (after the last prediction: the rules learned in all)
+            a = time.perf_counter()
+            conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", pending)
+            conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+            t_upd += time.perf_counter() - a
         rules = conn.execute("SELECT count(*) FROM dedup_url_rules").fetchone()[0]
     return {"probs": probs, "predict": t_pred, "update": t_upd, "rules": rules}
 
@@ -158,20 +165,31 @@ def ours_whole(stream):
         return time.perf_counter() - a
 
 
-def maybedont_replay(python, stream):
+def maybedont_replay(python, stream, sample=0):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([(u, c) for u, _, c, _, _ in stream], f)
     try:
-        out = subprocess.run([python, "-c", MAYBEDONT_REPLAY, f.name], check=True, capture_output=True, text=True)
+        out = subprocess.run([python, "-c", MAYBEDONT_REPLAY, f.name, str(sample)], check=True, capture_output=True,
+                             text=True)
     finally:
         os.unlink(f.name)
     return json.loads(out.stdout)
 
 
-def url_rules(python, name, stream, lines):
-    old = truth(stream)
+def url_rules(python, name, stream, lines, by_key_only=False, sample=0):
+    """`by_key_only`: content seen before means the same content key only
+    (on a site whose pages are mostly chrome, whole-text Jaccard would call
+    distinct pages the same). `sample`: MaybeDont is given the first
+    `sample` texts to find too-common shingles in (its texts_sample)."""
+    if by_key_only:
+        keys, old = set(), []
+        for row in stream:
+            old.append(row[4] in keys)
+            keys.add(row[4])
+    else:
+        old = truth(stream)
     n = len(stream)
-    md = maybedont_replay(python, stream) if python else None
+    md = maybedont_replay(python, stream, sample) if python else None
     rows = []
     for label, result in [("ours, learning every row", ours_replay(stream, 1)),
                           ("ours, learning every 100 rows", ours_replay(stream, 100)),
@@ -320,6 +338,8 @@ def main():
     site = param_crawl(n_articles=args.site_articles, n_sites=4, seed=11)
     url_rules(python, "param_crawl (4 shops)", site, lines)
     url_rules_setting(site, lines)
+    url_rules(python, "product_site (700 products, 15 own words in about 580 of chrome; content = product)",
+              product_site(), lines, by_key_only=True, sample=50)
     chrome(python, lines, os.path.join(P.CORPUS, "parity-5k.db") if args.corpus_rows == 5000
            else corpus(args.corpus_rows))
     print("\n".join(lines))

@@ -2,6 +2,7 @@
 //! plain Rust; `crate::sqlite` binds them to SQL.
 
 pub mod candidates;
+pub mod chrome_pages;
 pub mod diff;
 pub mod halt;
 pub mod hash;

@@ -9,6 +9,7 @@ pub mod pipeline;
 pub mod scalars;
 pub mod segments;
 pub mod sketches;
+pub mod url_chrome;
 pub mod url_rules;
 pub mod vtab;
 

@@ -19,6 +19,7 @@ use super::pipeline::atomic::{atomically, Lock};
 use super::pipeline::schema::{self, Source};
 use super::pipeline::{plan, settings, DedupError};
 use super::scalars::{check_arity, text_arg, user_error};
+use super::url_chrome::ChromeMemory;
 use crate::core::hash::sha1_hex;
 use crate::core::sketch::{MinHasher, Shingling};
 use crate::core::url::{canonicalize, UrlOptions};
@@ -140,12 +141,14 @@ fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
 fn ensure_schema(db: &Connection) -> Result<()> {
     let present: i64 = db.query_row(
         "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN
-           ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state')",
+           ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state',
+            'dedup_url_segments')",
         [],
         |r| r.get(0),
     )?;
-    if present < 4 {
+    if present < 5 {
         db.execute_batch(SCHEMA)?;
+        db.execute_batch(super::url_chrome::SCHEMA)?;
     }
     Ok(())
 }
@@ -240,6 +243,7 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
     let mut add_param = db.prepare(
         "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    let mut chrome = ChromeMemory::new(db)?;
     let mut cursor = rows.query(params![from_rowid, from_archive])?;
     while let Some(row) = cursor.next()? {
         let text_of = |i: usize| -> Result<Option<String>> {
@@ -281,7 +285,16 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             }),
         };
         let content_hash = text_of(4)?.or_else(|| text.as_deref().map(|t| sha1_hex(t.as_bytes())));
-        let signature = match text.as_deref() {
+        // The signature is of the text without the site's chrome: on a site
+        // whose pages are mostly chrome, distinct pages are not the same.
+        let compared = match text.as_deref() {
+            Some(t) => {
+                let title = text_of(1)?.unwrap_or_default();
+                chrome.strip(&parts.domain, &title, t)?
+            }
+            None => None,
+        };
+        let signature = match compared.as_deref().or(text.as_deref()) {
             Some(t) => {
                 let hashes = shingling.hashes_or_halt(t, &stop).map_err(halt_error)?;
                 hasher
@@ -411,6 +424,7 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
         learned.new_urls += 1;
     }
     drop(cursor);
+    chrome.save()?;
     learned.rules_updated = counts.len();
     save_counts(db, counts)?;
     let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(

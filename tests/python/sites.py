@@ -9,6 +9,9 @@ only.
   a replay can tell whether a URL brought new content.
 - `chrome_site`: short, distinct pages that share a large header and footer,
   plus true near-copies of some of them (a few words changed).
+- `product_site`: a shop whose product pages (`/product?id=N`) are about 15
+  words of their own inside about 580 words of chrome; some products are
+  also reached under a `&sort=` variant with the same page.
 """
 import random
 
@@ -97,4 +100,39 @@ def chrome_site(n_pages=40, n_copies=10, seed=1, domain="https://news.example.or
         body = near_copy(rng, bodies[i], changes=1)
         content = "\n".join(HEADER) + "\n\n" + body + "\n\n" + "\n".join(FOOTER)
         rows.append((f"{domain}/notes/{i}-updated", f"Note {i}", content, _stamp(10 * n_pages + i), f"n{i}"))
+    return rows
+
+
+SHOP_CHROME = [
+    "Skip to main content | Menu | Departments | Deals of the day | Gift cards | Help",
+    "Sign in or create an account to see your orders, lists and recommendations made for you",
+    "Free delivery on orders over 30 euros to every country of the union, returns within 30 days",
+    "Home / Shoes / Outdoor / Hiking and trail running",
+]
+
+
+def product_site(n=700, seed=3, sort_share=0.1, domain="https://shop.example.net"):
+    """Rows (url, title, content, crawled, group) in crawl order: `n` products,
+    each about 15 words of its own in about 580 words of chrome (a header
+    and footer of 60 lines, and a box of the same 5 bestsellers), and
+    for a `sort_share` of them a `&sort=price` URL with the same page right
+    after it."""
+    rng = random.Random(seed)
+    names = [" ".join(words(rng, 3)).title() for _ in range(n)]
+    header = SHOP_CHROME + [" ".join(words(rng, 9)) for _ in range(26)]
+    footer = [" ".join(words(rng, 9)) for _ in range(30)]
+    bestsellers = names[:5]
+    rows = []
+    t = 0
+    for i in range(n):
+        own = f"{names[i]}\n" + " ".join(words(rng, 12))
+        box = ["Customers also viewed"] + bestsellers
+        content = "\n".join(header) + "\n\n" + own + "\n\n" + "\n".join(box) + "\n\n" + "\n".join(footer)
+        url = f"{domain}/product?id={i}"
+        title = f"{names[i]} | Example Shop"
+        rows.append((url, title, content, _stamp(t), f"p{i}"))
+        t += 60
+        if rng.random() < sort_share:
+            rows.append((url + "&sort=price", title, content, _stamp(t), f"p{i}"))
+            t += 60
     return rows

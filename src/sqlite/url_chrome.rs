@@ -1,0 +1,80 @@
+//! The URL-rule learner's memory of each site's chrome
+//! (`dedup_url_segments`): for every segment of a domain, the distinct
+//! pages it was seen on ([`crate::core::chrome_pages`]), so that "same
+//! content" is decided on the text without the lines the site repeats on
+//! pages of other titles.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension, Result, Statement};
+
+use crate::core::chrome_pages::{page_key, without_chrome, SeenOn};
+use crate::core::segments::{segment_hash, segments};
+
+/// The table: one row per (domain, segment), keyed by the XOR of their
+/// hashes.
+pub const SCHEMA: &str =
+    "CREATE TABLE IF NOT EXISTS main.dedup_url_segments (key INTEGER PRIMARY KEY, pages BLOB NOT NULL);";
+
+/// Segments held in memory before the changed ones are written out.
+const CACHED: usize = 1 << 20;
+
+/// The segments read or changed in this call.
+pub struct ChromeMemory<'c> {
+    find: Statement<'c>,
+    put: Statement<'c>,
+    cache: HashMap<i64, (SeenOn, bool)>,
+}
+
+impl<'c> ChromeMemory<'c> {
+    /// A memory over `db`'s `dedup_url_segments` (which must exist).
+    pub fn new(db: &'c Connection) -> Result<ChromeMemory<'c>> {
+        Ok(ChromeMemory {
+            find: db.prepare("SELECT pages FROM main.dedup_url_segments WHERE key = ?1")?,
+            put: db.prepare(
+                "INSERT OR REPLACE INTO main.dedup_url_segments (key, pages) VALUES (?1, ?2)",
+            )?,
+            cache: HashMap::new(),
+        })
+    }
+
+    /// Counts the page's segments, then returns its text without the
+    /// domain's chrome (`None` when nothing or everything is chrome).
+    pub fn strip(&mut self, domain: &str, title: &str, text: &str) -> Result<Option<String>> {
+        if self.cache.len() > CACHED {
+            self.save()?;
+            self.cache.clear();
+        }
+        let site = segment_hash(domain);
+        let page = page_key(title, text);
+        for s in segments(text) {
+            let key = site ^ s.hash;
+            if !self.cache.contains_key(&key) {
+                let stored: Option<Vec<u8>> =
+                    self.find.query_row([key], |r| r.get(0)).optional()?;
+                let seen = stored.map_or_else(SeenOn::default, |b: Vec<u8>| SeenOn::from_blob(&b));
+                self.cache.insert(key, (seen, false));
+            }
+            let entry = self.cache.get_mut(&key).expect("just inserted");
+            if entry.0.note(page) {
+                entry.1 = true;
+            }
+        }
+        Ok(without_chrome(text, |h| {
+            self.cache
+                .get(&(site ^ h))
+                .is_some_and(|(seen, _)| seen.is_chrome())
+        }))
+    }
+
+    /// Writes the changed segments.
+    pub fn save(&mut self) -> Result<()> {
+        for (key, (seen, changed)) in self.cache.iter_mut() {
+            if *changed {
+                self.put.execute(params![key, seen.to_blob()])?;
+                *changed = false;
+            }
+        }
+        Ok(())
+    }
+}
