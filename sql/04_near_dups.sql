@@ -19,8 +19,10 @@ DROP TABLE IF EXISTS temp._dedup_near_input;
 -- domain and fill_parsed are copied from _dedup_prepared so that reading a
 -- text (by pos, in the scan) looks up pages only, not _dedup_prepared too:
 -- on 1M pages a text read costs 17 us through _dedup_prepared, 13 without.
+-- (url and own = 1 for the table's rows, not placeholders: for the index
+-- of incremental runs, see below.)
 CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER,
-                                     domain TEXT, fill_parsed TEXT);
+                                     domain TEXT, fill_parsed TEXT, url TEXT, own INTEGER);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id,
          0 AS placeholder, p.domain, p.fill_parsed, p.prefer_rank, p.https,
@@ -60,9 +62,31 @@ SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
          ORDER BY placeholder ASC, prefer_rank ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, https DESC, url ASC, id ASC
        ) AS rank,
-       domain, fill_parsed
+       domain, fill_parsed, url, 1 - placeholder
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0;
+
+-- An incremental run (src/sqlite/pipeline/index.rs) compares only the rows
+-- within distance of a dirty one: a row new or changed since the last run,
+-- or the first row after one that left this order since (deleted, changed,
+-- or removed in phases 2-3 by a new copy: the rows around it came closer).
+-- The last run left no two rows near within a window, so the other rows
+-- are never in a group; _dedup_near_texts gives them no text (a slot,
+-- never compared).
+DROP TABLE IF EXISTS temp._dedup_dirty_pos;
+CREATE TEMP TABLE _dedup_dirty_pos (pos INTEGER PRIMARY KEY);
+INSERT OR IGNORE INTO _dedup_dirty_pos
+SELECT i.pos FROM _dedup_near_input AS i
+WHERE i.own = 1 AND i.id IN (SELECT rid FROM _dedup_dirty);
+INSERT OR IGNORE INTO _dedup_dirty_pos
+SELECT next_pos FROM (
+  SELECT ghost, min(pos) OVER (ORDER BY url, placeholder, id, ghost DESC
+                               ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS next_pos
+  FROM (SELECT url, placeholder, id, pos, 0 AS ghost FROM _dedup_near_input
+        WHERE EXISTS (SELECT 1 FROM _dedup_gone WHERE pos_url IS NOT NULL)
+        UNION ALL
+        SELECT pos_url, 0, rid, NULL, 1 FROM _dedup_gone WHERE pos_url IS NOT NULL))
+WHERE ghost = 1 AND next_pos IS NOT NULL;
 
 -- boilerplate = 'strip': the segments (lines of content, see segments())
 -- found in at least boilerplate_min_pages of a domain's rows compared here
@@ -95,7 +119,11 @@ GROUP BY domain;
 -- those lines), the way parsed is made; other rows as they are.
 CREATE TEMP VIEW _dedup_near_texts AS
 SELECT i.pos, i.id, i.rank,
-       CASE WHEN i.placeholder = 0 THEN
+       CASE WHEN i.placeholder = 0
+                 AND ((SELECT kind FROM _dedup_incremental) = 'full'
+                      OR EXISTS (SELECT 1 FROM _dedup_dirty_pos AS d
+                                 WHERE d.pos BETWEEN i.pos - (SELECT distance FROM _dedup_run)
+                                                 AND i.pos + (SELECT distance FROM _dedup_run))) THEN
          (SELECT coalesce(
                    CASE WHEN c.hashes IS NOT NULL THEN
                      normalize_text(coalesce(g.title, '') || char(10, 10)

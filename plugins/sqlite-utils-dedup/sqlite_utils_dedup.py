@@ -25,9 +25,10 @@ def register_commands(cli):
     @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
     @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
-    @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' for no drift")
+    @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' (default, no drift) or 'chain'")
+    @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, restore):
+    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, full, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         db = sqlite_utils.Database(path)
         try:
@@ -37,7 +38,9 @@ def register_commands(cli):
             settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
                                           "n_min": n_min, "table": table, "prefer": list(prefer) or None,
                                           "compat": compat, "columns": columns,
-                                          "lsh_election": lsh_election}.items() if v is not None}
+                                          "lsh_election": lsh_election,
+                                          "full": True if full else None}.items() if v is not None}
+            # (The report says whether the run was incremental, or full and why.)
             click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
         except Exception as e:  # the sqlite3 module sqlite-utils uses may be another
             # An ordinary error (nothing to undo, a bad setting, no table):

@@ -118,11 +118,14 @@ def main(argv=None):
     run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
     run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
     run.add_argument("--lsh-election", choices=["chain", "direct"],
-                     help="lsh mode: 'direct' removes a row only for a winner it is near (no drift; default chain)")
+                     help="lsh mode: 'direct' (default) removes a row only for a survivor it is near (no drift); "
+                          "'chain' is the window scan's election")
     run.add_argument("--boilerplate", choices=["keep", "strip"],
                      help="'strip': compare texts without the lines a site repeats (default keep)")
     run.add_argument("--url-rules", type=float, metavar="P",
                      help="drop parameters learned to never change content with probability >= P (0: never)")
+    run.add_argument("--full", action="store_true",
+                     help="compare every row even when only some are new since the last run (docs/incremental.md)")
     run.add_argument("--dry-run", action="store_true",
                      help="plan the run and print what it would remove, changing nothing (dedup_plan)")
     run.add_argument("--table", help="the table of pages (default pages)")
@@ -160,7 +163,8 @@ def main(argv=None):
                 "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
                 "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
                 "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
-                "url_rules": args.url_rules, "lsh_election": args.lsh_election}.items() if v is not None}
+                "url_rules": args.url_rules, "lsh_election": args.lsh_election,
+                "full": True if args.full else None}.items() if v is not None}
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

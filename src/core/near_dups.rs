@@ -319,8 +319,25 @@ pub enum Election {
     /// No drift: a row goes only to a winner it is itself verified near
     /// (the kernel compares it with the winner when the winner is not the
     /// anchor), and a winner is never removed afterwards. So every removed
-    /// row's final survivor is its survivor, above the threshold.
+    /// row's final survivor is its survivor, above the threshold. With the
+    /// rows scanned in election order ([`election_order`]) every anchor
+    /// still standing wins over each later row verified near it (greedy
+    /// stars, best rank first), so no two survivors are a near candidate
+    /// pair: a second run over the survivors removes nothing.
     Direct,
+}
+
+/// The rows' indices in election order: by rank, then by index (scan
+/// order). [`Election::Direct`] scans rows in this order.
+///
+/// ```
+/// use dedup::core::near_dups::election_order;
+/// assert_eq!(election_order(&[(10, 3), (11, 1), (12, 3), (13, 2)]), [1, 3, 0, 2]);
+/// ```
+pub fn election_order(rows: &[(i64, i64)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&k| (rows[k].1, k));
+    order
 }
 
 /// [`scan_pairs`] with the election chosen.

@@ -42,13 +42,16 @@ def external(r):
     return 1 if r["category"] == "external" else 0
 
 
-def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True, pairs=None):
+def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True, pairs=None, election="chain"):
     """rows: dicts with rowid, url (canonical or None), domain, content_hash,
     datetime, crawled, length, category, parsed. Returns surviving rowids.
     score_cutoff=False computes every full ratio, as the reference does (the
     same decisions, at the reference's cost: for benchmarks). distance=None
     makes the window unbounded; pairs (a set of (rowid, rowid), either order)
-    then limits the comparisons to those pairs (the 'lsh' mode's candidates)."""
+    then limits the comparisons to those pairs (the 'lsh' mode's candidates).
+    election="direct" (ours, not the reference's: lsh_election = 'direct')
+    takes the rows best first (the election's order) and lets each row still
+    kept remove every later kept row of its candidates that is near it."""
     prepared = [dict(r, length=r["length"] or None) for r in rows if r["url"] is not None]
     # Phase 2: _ELECTION_ORDER_URL per canonical URL.
     by_url = {}
@@ -78,7 +81,20 @@ def run(rows, threshold=0.9, distance=50, n_min=0, score_cutoff=True, pairs=None
             return (0 if (e["category"] or "") == "external" else 1, e["datetime"] or "",
                     e["crawled"] or "", e["length"] or 0, -idx)
 
-        for i in range(n):
+        if election == "direct":
+            order = sorted(range(n), key=key, reverse=True)
+            for at, c in enumerate(order):
+                if not keep[c]:
+                    continue
+                a, la = elements[c]["rowid"], len(elements[c]["parsed"])
+                for j in order[at + 1:]:
+                    b, lb = elements[j]["rowid"], len(elements[j]["parsed"])
+                    if not keep[j] or (pairs is not None and (a, b) not in pairs and (b, a) not in pairs):
+                        continue
+                    if abs(la - lb) <= (1 - threshold) * (la + lb) and Levenshtein.ratio(
+                            elements[c]["parsed"], elements[j]["parsed"], score_cutoff=threshold) > threshold:
+                        keep[j] = False
+        for i in range(n if election == "chain" else 0):
             if not keep[i]:
                 continue
             end = n if distance is None else min(n, i + distance)

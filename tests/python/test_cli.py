@@ -170,6 +170,16 @@ def test_explain_gives_the_ratio_to_the_final_survivor(tmp_path):
     assert "ratio to it at or below the threshold 0.9" in out.stdout, out.stdout
 
 
+def test_full_runs_every_comparison_and_the_report_says_so(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    second = cli(tmp_path, "run", db)
+    assert "incremental since run 1: 0 new or changed row(s), 0 gone or changed" in second.stdout, second.stdout
+    third = cli(tmp_path, "run", db, "--full")
+    assert third.returncode == 0 and "full run: asked for (full: true)" in third.stdout, third.stdout
+
+
 def test_the_missing_table_hint_names_the_option(tmp_path):
     db = str(tmp_path / "other.db")
     sqlite3.connect(db).execute("CREATE TABLE docs (url TEXT, content TEXT)")

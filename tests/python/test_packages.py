@@ -241,6 +241,15 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
     run = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--threshold", "0.9"], capture_output=True,
                          text=True, check=True)
     assert run.stdout.startswith("run 1: 600 rows -> 245 rows")
+    # The kind of run: incremental when nothing changed, full when asked.
+    again = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--threshold", "0.9"], capture_output=True,
+                           text=True, check=True)
+    assert "incremental since run 1: 0 new or changed row(s)" in again.stdout, again.stdout
+    full = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--threshold", "0.9", "--full"], capture_output=True,
+                          text=True, check=True)
+    assert "full run: asked for (full: true)" in full.stdout, full.stdout
+    for run_ in (3, 2):
+        subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--restore"], capture_output=True, check=True)
     back = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--restore"], capture_output=True, text=True,
                           check=True)
     assert back.stdout.startswith("restored run 1: 355 row(s) back")

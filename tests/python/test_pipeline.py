@@ -119,7 +119,8 @@ def test_shell_runs_the_readme_command(tmp_path):
     # No intermediate table is left.
     assert conn.execute("SELECT count(*) FROM sqlite_temp_schema").fetchone()[0] == 0
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY 1")] == [
-        "dedup_domains", "dedup_domains_before", "dedup_notes", "dedup_removed", "dedup_rewritten", "dedup_runs", "pages"]
+        "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_state", "dedup_notes", "dedup_removed",
+        "dedup_rewritten", "dedup_runs", "pages"]
 
 
 def test_removed_rows_are_whole_and_explained(tmp_path):
@@ -196,6 +197,28 @@ def test_lsh_mode_is_the_unbounded_window_over_its_candidate_pairs(tmp_path):
     for rowid in missed:
         best = max(Levenshtein.ratio(texts[rowid], texts[s]) for s in exact if texts[s])
         assert 0.9 < best < 0.92, (rowid, best)
+
+
+def test_lsh_direct_election_is_greedy_stars_best_first(tmp_path):
+    """lsh_election = 'direct' (the default outside compat): the rows taken
+    best first, each row still kept removes its later candidates near it;
+    computed independently with python-Levenshtein. No removed row is far
+    from its survivor, which stays; a second run removes nothing."""
+    conn, pairs = run_lsh(tmp_path, compat="reference", lsh_election="direct")
+    survivors = set(P.surviving(conn))
+    P.require_corpus()
+    original = P.connect(os.path.join(P.CORPUS, "parity-5k.db"))
+    rows = model_rows(original, {})
+    assert survivors == reference_model.run(rows, distance=None, pairs=pairs, election="direct")
+    chain = reference_model.run(rows, distance=None, pairs=pairs)
+    removed = near_removed(conn)
+    # Recall: at least 95% of the chain election's phase-4 removals (the
+    # phases before are the same for both).
+    before_phase_4 = len(rows) - len(survivors) - len(removed)
+    assert len(removed) >= 0.95 * (len(rows) - len(chain) - before_phase_4)
+    assert all(ratio > 0.9 and survivor in survivors for survivor, ratio in removed.values())
+    P.run_phases(conn)
+    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2").fetchone()[0] == 0
 
 
 def test_lsh_mode_finds_cross_domain_copies_out_of_the_windows_reach(tmp_path):

@@ -295,6 +295,9 @@ def test_a_second_run_removes_nothing(db, mode):
     conn = P.connect(db)
     conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()
     first = survivors(db)
+    kind = {"window": "  incremental since run 1: 0 new or changed row(s), 0 gone or changed; "
+                      "phase 4 compared only rows within distance of them",
+            "lsh": "  full run: lsh mode (incremental runs are window mode's)"}[mode]
     assert conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()[0] == \
-        f"run 2: {len(first)} rows -> {len(first)} rows"
+        f"run 2: {len(first)} rows -> {len(first)} rows\n{kind}"
     assert survivors(db) == first

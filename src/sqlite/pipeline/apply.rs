@@ -179,6 +179,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
          WHERE c.pages >= r.n_min OR c.domain IS NULL;",
     )?;
+    super::index::write(db, &source, plan.run, &plan.settings)?;
     let mut report = Report::read(db, &plan)?;
     report
         .seconds

@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod atomic;
+pub mod index;
 pub mod json;
 pub mod own_tables;
 pub mod plan;
@@ -103,6 +104,7 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     snapshot::register(db)?;
+    index::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used

@@ -1,6 +1,6 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
-//! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_domains`,
-//! `dedup_domains_before`): created on first
+//! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
+//! `dedup_index_state`, `dedup_domains`, `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
 //! shape this extension creates (its `CREATE TABLE` text, types and
@@ -14,7 +14,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 6] = [
+pub const OWN: [(&str, &str); 8] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -33,6 +33,15 @@ pub const OWN: [(&str, &str); 6] = [
     (
         "dedup_notes",
         "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
+    ),
+    // The index of incremental runs (see super::index).
+    (
+        "dedup_index",
+        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)",
+    ),
+    (
+        "dedup_index_state",
+        "CREATE TABLE main.dedup_index_state (key TEXT PRIMARY KEY, value)",
     ),
     (
         "dedup_domains",

@@ -37,8 +37,13 @@ pub const PHASES: [(&str, &str); 6] = [
 ];
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 23] = [
+pub const TEMP_OBJECTS: [(&str, &str); 28] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_dirty_pos"),
+    ("TABLE", "_dedup_incremental"),
+    ("TABLE", "_dedup_fingerprint"),
+    ("TABLE", "_dedup_dirty"),
+    ("TABLE", "_dedup_gone"),
     ("TABLE", "_dedup_drift"),
     ("TABLE", "_dedup_final"),
     ("TABLE", "_dedup_notes"),
@@ -94,6 +99,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
     write_prefer(db, &source, &s.prefer)?;
+    super::index::prepare(db, &source, s, &s.to_json(db)?)?;
     let seconds = if s.url_rules > 0.0 {
         crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
     } else {

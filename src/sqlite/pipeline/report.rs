@@ -4,6 +4,7 @@
 
 use rusqlite::Connection;
 
+use super::index::{decision, RunKind};
 use super::json::json_string;
 use super::plan::Planned;
 use super::DedupError;
@@ -42,6 +43,9 @@ pub struct Report {
     pub kept_apart: Vec<(Option<String>, String, i64)>,
     /// Phase-4 removals whose final survivor is at or below the threshold.
     pub drift: i64,
+    /// The kind of run as [`super::index`] decided: `None` for the first
+    /// run (full, nothing to say).
+    pub kind: Option<RunKind>,
 }
 
 /// What each phase removes, for the report.
@@ -105,6 +109,8 @@ impl Report {
             .collect::<Result<_, _>>()?;
         let drift: i64 =
             db.query_row("SELECT count(*) FROM temp._dedup_drift", [], |r| r.get(0))?;
+        let decided = decision(db)?;
+        let kind = (plan.run > 1 || decided.incremental).then_some(decided);
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
             run: plan.run,
@@ -118,6 +124,7 @@ impl Report {
             too_long,
             kept_apart,
             drift,
+            kind,
         })
     }
 
@@ -128,7 +135,8 @@ impl Report {
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
-    ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0 };
+    ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
+    ///                  kind: None };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
@@ -166,6 +174,19 @@ impl Report {
                 "  drift: {} phase-4 removal(s) whose final survivor is at or below the threshold",
                 self.drift
             ));
+        }
+        match &self.kind {
+            Some(k) if k.incremental => lines.push(format!(
+                "  incremental since run {}: {} new or changed row(s), {} gone or changed; phase 4 compared only rows within distance of them",
+                k.since.map_or("?".into(), |r| r.to_string()),
+                k.dirty,
+                k.gone
+            )),
+            Some(k) => lines.push(format!(
+                "  full run: {}",
+                k.why.as_deref().unwrap_or("asked for")
+            )),
+            None => {}
         }
         if self.too_long > 0 {
             lines.push(format!(
@@ -213,6 +234,16 @@ impl Report {
         };
         if self.drift > 0 {
             too_long.push_str(&format!(",\"drift\":{}", self.drift));
+        }
+        if let Some(k) = &self.kind {
+            too_long.push_str(&format!(
+                ",\"kind\":{},\"why\":{},\"since\":{},\"dirty\":{},\"gone\":{}",
+                json_string(if k.incremental { "incremental" } else { "full" }),
+                k.why.as_deref().map_or("null".into(), json_string),
+                k.since.map_or("null".into(), |r| r.to_string()),
+                k.dirty,
+                k.gone
+            ));
         }
         if !self.kept_apart.is_empty() {
             let apart: Vec<String> = self

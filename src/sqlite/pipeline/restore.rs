@@ -236,6 +236,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
         [run],
     )?;
+    super::index::forget(db)?;
     if schema::object_type(db, "dedup_notes")?.as_deref() == Some("table") {
         db.execute("DELETE FROM main.dedup_notes WHERE dedup_run = ?1", [run])?;
     }

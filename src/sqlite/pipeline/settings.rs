@@ -10,7 +10,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "threshold",
     "distance",
     "discard_params",
@@ -28,6 +28,7 @@ pub const KEYS: [&str; 17] = [
     "prefer",
     "columns",
     "lsh_election",
+    "full",
 ];
 
 /// Checked settings of one run.
@@ -78,6 +79,9 @@ pub struct Settings {
     /// `lsh` mode's election: `chain` (the window scan's) or `direct` (no
     /// removed row ends far from its final survivor).
     pub lsh_election: String,
+    /// A full run even when the index would allow an incremental one (not
+    /// recorded: it changes the run's cost, never its result).
+    pub full: bool,
 }
 
 impl Default for Settings {
@@ -100,7 +104,8 @@ impl Default for Settings {
             prefer: Vec::new(),
             prefer_json: "[]".into(),
             columns: Vec::new(),
-            lsh_election: "chain".into(),
+            lsh_election: "direct".into(),
+            full: false,
         }
     }
 }
@@ -270,6 +275,18 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if let Some(v) = get("full") {
+        s.full = match v {
+            Value::Null | Value::Integer(0) => false,
+            Value::Integer(1) => true,
+            other => {
+                return fail(format!(
+                    "dedup: full must be true or false (1 or 0), got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
     if let Some(v) = get("n_min") {
         s.n_min = match v {
             Value::Integer(i) if i >= 0 => i,
@@ -412,8 +429,13 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if s.compat == "reference" {
+        // (lsh is not the reference's; its chain election is the window's.)
+        s.lsh_election = "chain".into();
+    }
     if let Some(v) = get("lsh_election") {
         s.lsh_election = match v {
+            Value::Null => s.lsh_election,
             Value::Text(t) if t == "chain" || t == "direct" => t,
             other => {
                 return fail(format!(

@@ -26,7 +26,9 @@ use super::{
     threshold_argument,
 };
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder};
-use crate::core::near_dups::{scan_pairs_with, validate, Election, Removal, ScanStats};
+use crate::core::near_dups::{
+    election_order, scan_pairs_with, validate, Election, Removal, ScanStats,
+};
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
@@ -77,7 +79,14 @@ impl Scan for PairScan {
                 &format!("'{pairs}' with columns {}", columns.join(", ")),
             ));
         }
-        let (rows, positions, index) = read_rows(db, &input)?;
+        let (mut rows, mut positions, mut index) = read_rows(db, &input)?;
+        if election == Election::Direct {
+            // Scanned best rank first: each row standing when reached wins.
+            let order = election_order(&rows);
+            rows = order.iter().map(|&k| rows[k]).collect();
+            positions = order.iter().map(|&k| positions[k]).collect();
+            index = rows.iter().enumerate().map(|(k, r)| (r.0, k)).collect();
+        }
         if listed {
             let candidates = read_pairs(db, &pairs, &input, &index)?;
             scan(

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Incremental runs against full runs, in the same run of this script
+(docs/incremental.md).
+
+A builder corpus of N pages, less the rows held out for the batches, is
+deduplicated once (a full run: the kept table). Then for each batch size
+(a share of the kept table): half new pages (held out from the corpus),
+half copies of kept pages under other URLs (a mirror host; every other one
+with a word added: a near copy). The database with the batch is copied;
+one copy runs incrementally (the default), the other `{"full": true}`; each
+run in its own process (seconds of dedup_run, peak RSS). Both must leave
+the same table and archive. Also: the index's size on disk per kept page.
+
+    cargo build --release --features loadable_extension
+    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1]
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benches"))
+from corpora import DATA, corpus  # noqa: E402
+
+EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
+
+RUN = r"""
+import json, resource, sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.enable_load_extension(True)
+conn.load_extension(sys.argv[2])
+start = time.perf_counter()
+conn.execute("SELECT dedup_run(?)", (sys.argv[3],)).fetchone()
+seconds = time.perf_counter() - start
+report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+print(json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "report": report}))
+"""
+
+
+def run(path, settings):
+    out = subprocess.run([sys.executable, "-c", RUN, path, EXTENSION, json.dumps(settings)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def state(path):
+    """A hash of the table and of the last run's archive."""
+    conn = sqlite3.connect(path)
+    h = hashlib.sha1()
+    for row in conn.execute("SELECT rowid, * FROM pages ORDER BY rowid"):
+        h.update(repr(row).encode())
+    last = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    for row in conn.execute("SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio "
+                            "FROM dedup_removed WHERE dedup_run = ? ORDER BY dedup_rowid", (last,)):
+        h.update(repr(row).encode())
+    return h.hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", type=int, default=100000)
+    ap.add_argument("--batches", default="0.01,0.1")
+    args = ap.parse_args()
+    shares = [float(x) for x in args.batches.split(",")]
+    work = os.path.join(DATA, "incremental")
+    os.makedirs(work, exist_ok=True)
+    base = os.path.join(work, f"kept-{args.pages}.db")
+    held = max(shares) * args.pages / 2
+    shutil.copy(corpus(args.pages), base)
+    conn = sqlite3.connect(base, isolation_level=None)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+    # Held out for the batches' new pages: the last rows (the builder's order is random).
+    top = conn.execute("SELECT max(rowid) FROM pages").fetchone()[0]
+    cut = int(top - held)
+    conn.execute("CREATE TABLE held AS SELECT * FROM pages WHERE rowid > ?", (cut,))
+    conn.execute("DELETE FROM pages WHERE rowid > ?", (cut,))
+    conn.close()
+    first = run(base, {})
+    kept = first["report"]["rows_after"]
+    conn = sqlite3.connect(base)
+    index_bytes = sum(r[0] for r in conn.execute(
+        "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'dedup_index%'"))
+    conn.close()
+    lines = [f"# Incremental runs ({time.strftime('%Y-%m-%d')})", "",
+             f"`/usr/bin/python3 benches/incremental.py --pages {args.pages}`: builder corpus of {args.pages} pages "
+             f"(seed 7), {int(held)} held out; the first (full) run keeps {kept} pages in {first['seconds']:.1f} s. "
+             f"Index: {index_bytes / kept:.0f} bytes per kept page ({index_bytes / 1e6:.1f} MB).", "",
+             "| batch | rows added | incremental run (s) | full run (s) | incremental / full | peak RSS incr / full (MB) "
+             "| removed (incr) | same table and archive |",
+             "|---|---|---|---|---|---|---|---|"]
+    for share in shares:
+        n = int(share * kept)
+        rng = random.Random(int(share * 1000))
+        path = os.path.join(work, f"batch-{share}.db")
+        shutil.copy(base, path)
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN")
+        conn.execute(f"INSERT INTO pages ({', '.join(cols)}) SELECT {', '.join(cols)} FROM held LIMIT ?", (n // 2,))
+        ids = [r[0] for r in conn.execute("SELECT rowid FROM pages WHERE rowid <= ?", (cut,))]
+        for k, rowid in enumerate(rng.sample(ids, n - n // 2)):
+            row = list(conn.execute(f"SELECT {', '.join(cols)} FROM pages WHERE rowid = ?", (rowid,)).fetchone())
+            row[cols.index("url")] = f"https://mirror.example.net/{k}/" + (row[cols.index("url")] or "").split("/")[-1]
+            if k % 2 and row[cols.index("parsed")]:
+                row[cols.index("parsed")] += " mirrored"
+                row[cols.index("content_hash")] = None
+            conn.execute(f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", row)
+        conn.execute("COMMIT")
+        conn.close()
+        full_path = path + ".full.db"
+        shutil.copy(path, full_path)
+        inc = run(path, {})
+        full = run(full_path, {"full": True})
+        assert inc["report"]["kind"] == "incremental", inc["report"]
+        same = state(path) == state(full_path)
+        removed = sum(inc["report"]["removed"].values())
+        lines.append(f"| {share:.0%} of the kept table | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
+                     f"{inc['seconds'] / full['seconds']:.2f} | {inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | "
+                     f"{removed} | {same} |")
+        phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"
+                           for k in inc["report"]["seconds"])
+        lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | |")
+        os.remove(path)
+        os.remove(full_path)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Incremental runs (issue 26, docs/incremental.md): after random batches of
+changes to a deduplicated table, the incremental run leaves exactly what a
+full run of the same settings leaves (`{"full": true}` on a copy of the same
+database): every row of the table, every archived row with its phase,
+reason, survivor and ratio. The expected side is the full run, whose
+parity with the reference is tested elsewhere."""
+import json
+import os
+import random
+import shutil
+import sqlite3
+
+import pytest
+
+import pipeline as P
+
+WORDS = "harbour festival tram line library reopening newsroom letters editor corrections".split()
+
+
+def table_state(conn):
+    """The table and the archive of the last run, exactly."""
+    pages = conn.execute("SELECT rowid, * FROM pages ORDER BY rowid").fetchall()
+    run = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    archived = conn.execute(
+        "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio, url FROM dedup_removed "
+        "WHERE dedup_run = ? ORDER BY dedup_rowid", (run,)).fetchall()
+    return pages, archived
+
+
+def report(conn, settings):
+    conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+    return json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+
+
+def columns(conn):
+    return [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+
+
+def batch(conn, rng, pool, step):
+    """One batch of what crawlers and users do to a deduplicated table."""
+    cols = columns(conn)
+    kept = [r[0] for r in conn.execute("SELECT rowid FROM pages")]
+    insert = f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    row_of = lambda rowid: list(conn.execute(f"SELECT {', '.join(cols)} FROM pages WHERE rowid = ?", (rowid,)).fetchone())
+    at = {c: i for i, c in enumerate(cols)}
+    for _ in range(rng.randint(3, 12)):  # new pages
+        if pool:
+            conn.execute(insert, pool.pop())
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(1, 6))):  # copies under other URLs
+        row = row_of(rowid)
+        url = row[at["url"]] or ""
+        row[at["url"]] = f"https://mirror{rng.randint(1, 3)}.example.net/{step}/{rng.randint(0, 99)}/" + url.split("/")[-1]
+        if rng.random() < 0.5 and row[at["parsed"]]:
+            row[at["parsed"]] = row[at["parsed"]] + " " + rng.choice(WORDS)  # a near copy
+            row[at["content_hash"]] = None
+        row[at["crawled"]] = f"2031-0{1 + step % 9}-01"
+        conn.execute(insert, row)
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 4))):  # refetches of kept URLs
+        row = row_of(rowid)
+        row[at["crawled"]] = f"2032-0{1 + step % 9}-02"
+        row[at["datetime"]] = f"2032-0{1 + step % 9}-02"
+        if rng.random() < 0.5 and row[at["parsed"]]:
+            row[at["parsed"]] = rng.choice(WORDS) + " " + row[at["parsed"]]
+            row[at["content_hash"]] = None
+        conn.execute(insert, row)
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):  # edits of kept rows
+        conn.execute("UPDATE pages SET parsed = parsed || ' ' || ?, content_hash = NULL WHERE rowid = ?",
+                     (rng.choice(WORDS), rowid))
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):  # deletions by the user
+        conn.execute("DELETE FROM pages WHERE rowid = ?", (rowid,))
+    # Rowid reuse: a new row under the highest freed rowid.
+    free = conn.execute("SELECT max(dedup_rowid) FROM dedup_removed "
+                        "WHERE dedup_rowid NOT IN (SELECT rowid FROM pages)").fetchone()[0]
+    if free is not None and pool and rng.random() < 0.7:
+        conn.execute(f"INSERT INTO pages (rowid, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                     (free, *pool.pop()))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("settings", [{}, {"n_min": 3, "distance": 12}, {"compat": "reference"}],
+                         ids=["default", "n_min-distance", "compat"])
+def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
+    rng = random.Random(seed)
+    src = sqlite3.connect(P.DEMO)
+    rows = src.execute("SELECT * FROM pages ORDER BY rowid").fetchall()
+    src.close()
+    rng.shuffle(rows)
+    start, pool = rows[:350], rows[350:]
+    db = str(tmp_path / "inc.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.execute("DELETE FROM pages")
+    conn.executemany(f"INSERT INTO pages VALUES ({', '.join('?' * len(rows[0]))})", start)
+    first = report(conn, settings)
+    assert "kind" not in first  # the first run: full, nothing to say
+    kinds = []
+    for step in range(8):
+        batch(conn, rng, pool, step)
+        conn.close()
+        full_db = str(tmp_path / f"full{step}.db")
+        shutil.copy(db, full_db)
+        full = P.connect(full_db)
+        expected = report(full, dict(settings, full=True))
+        assert expected["kind"] == "full" and expected["why"] == "asked for (full: true)"
+        conn = P.connect(db)
+        got = report(conn, settings)
+        kinds.append(got["kind"])
+        assert table_state(conn) == table_state(full), f"step {step}"
+        assert got["removed"] == expected["removed"]
+        full.close()
+        os.remove(full_db)
+    assert kinds == ["incremental"] * 8, kinds
+
+
+def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    report(conn, {})
+    second = report(conn, {})
+    assert (second["kind"], second["dirty"], second["gone"], second.get("removed")) == ("incremental", 0, 0, {})
+    assert json.loads(conn.execute("SELECT near_dups_stats()").fetchone()[0])["pairs"] == 0
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"threshold": 0.85}, "the settings differ from run 1's"),
+    ({"near_mode": "lsh"}, "lsh mode (incremental runs are window mode's)"),
+    ({"boilerplate": "strip"}, "boilerplate = 'strip' (the chrome is counted over every row)"),
+    ({"full": True}, "asked for (full: true)"),
+])
+def test_the_report_says_why_a_run_was_full(tmp_path, change, why):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    report(conn, {})
+    second = report(conn, change)
+    assert (second["kind"], second["why"]) == ("full", why)
+    text = conn.execute("SELECT dedup_run(?)", (json.dumps(change),)).fetchone()[0]
+    assert "  full run: " in text or "  incremental since run 2" in text
+
+
+def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    report(conn, {})
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://new.example.org/a', 'a new page of its own', '2030-01-01')")
+    assert report(conn, {})["kind"] == "incremental"
+    conn.execute("SELECT dedup_restore()").fetchone()
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "no index yet (the first run, or a restore since the last)")
+    # Restoring every run leaves no index table behind.
+    while conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs'").fetchone()[0]:
+        conn.execute("SELECT dedup_restore()").fetchone()
+    assert not conn.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'dedup_index%'").fetchall()
+
+
+def test_a_bad_full_value_is_refused(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    with pytest.raises(sqlite3.OperationalError, match=r"dedup: full must be true or false \(1 or 0\), got 'yes'"):
+        conn.execute("""SELECT dedup_run('{"full": "yes"}')""").fetchone()
