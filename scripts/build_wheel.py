@@ -2,7 +2,7 @@
 """Builds the Python wheels with the standard library only (a wheel is a zip
 with a dist-info folder):
   build_wheel.py SO VERSION PLATFORM OUTDIR   sqlite-dedup, with the built extension
-  build_wheel.py --plugins VERSION OUTDIR     sqlite-utils-dedup and datasette-dedup (pure Python)"""
+  build_wheel.py --plugins VERSION OUTDIR     sqlite-utils-sqlite-dedup and datasette-sqlite-dedup (pure Python)"""
 import base64
 import hashlib
 import os
@@ -33,9 +33,9 @@ def write_wheel(path, files):
 def plugins(version, outdir):
     """The two plugin wheels: one module each, an entry point, requirements."""
     for dist, module, group, host, summary in [
-        ("sqlite-utils-dedup", "sqlite_utils_dedup", "sqlite_utils", "sqlite-utils",
+        ("sqlite-utils-sqlite-dedup", "sqlite_utils_sqlite_dedup", "sqlite_utils", "sqlite-utils",
          "sqlite-utils plugin: sqlite-dedup's functions in every connection and `sqlite-utils dedup`"),
-        ("datasette-dedup", "datasette_dedup", "datasette", "datasette",
+        ("datasette-sqlite-dedup", "datasette_sqlite_dedup", "datasette", "datasette",
          "Datasette plugin: sqlite-dedup's functions in every query"),
     ]:
         with open(os.path.join(ROOT, "plugins", dist, module + ".py"), "rb") as f:

@@ -78,15 +78,30 @@ CREATE TEMP TABLE _dedup_dirty_pos (pos INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO _dedup_dirty_pos
 SELECT i.pos FROM _dedup_near_input AS i
 WHERE i.own = 1 AND i.id IN (SELECT rid FROM _dedup_dirty);
+-- (Rows that left the order: those gone since the last run, and the last
+-- run's rows that phases 2-3 removed now, for a new copy; a clean row's
+-- place in the order is its canonical URL, as in the last run.)
+DROP TABLE IF EXISTS temp._dedup_ghosts;
+CREATE TEMP TABLE _dedup_ghosts (url TEXT, id INTEGER);
+INSERT INTO _dedup_ghosts
+SELECT pos_url, rid FROM _dedup_gone WHERE pos_url IS NOT NULL
+UNION ALL
+SELECT p.canonical_url, p.source_rowid
+FROM _dedup_prepared AS p
+WHERE (SELECT kind FROM _dedup_incremental) = 'incremental'
+  AND p.has_text AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
+  AND p.source_rowid NOT IN (SELECT rid FROM _dedup_dirty)
+  AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_exact_winners);
 INSERT OR IGNORE INTO _dedup_dirty_pos
 SELECT next_pos FROM (
   SELECT ghost, min(pos) OVER (ORDER BY url, placeholder, id, ghost DESC
                                ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS next_pos
   FROM (SELECT url, placeholder, id, pos, 0 AS ghost FROM _dedup_near_input
-        WHERE EXISTS (SELECT 1 FROM _dedup_gone WHERE pos_url IS NOT NULL)
+        WHERE EXISTS (SELECT 1 FROM _dedup_ghosts)
         UNION ALL
-        SELECT pos_url, 0, rid, NULL, 1 FROM _dedup_gone WHERE pos_url IS NOT NULL))
+        SELECT url, 0, id, NULL, 1 FROM _dedup_ghosts))
 WHERE ghost = 1 AND next_pos IS NOT NULL;
+DROP TABLE temp._dedup_ghosts;
 
 -- boilerplate = 'strip': the segments (lines of content, see segments())
 -- found in at least boilerplate_min_pages of a domain's rows compared here

@@ -112,6 +112,46 @@ def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, s
     assert kinds == ["incremental"] * 8, kinds
 
 
+def own_text(i, n=60):
+    rng = random.Random(i)
+    return " ".join("".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 8))) for _ in range(n))
+
+
+@pytest.mark.parametrize("how", ["a new copy wins phase 3", "the user deletes it", "the user edits its URL"])
+def test_rows_that_come_closer_when_a_kept_row_leaves_are_compared(tmp_path, how):
+    """Two kept near-copies exactly `distance` rows apart (never compared) with
+    a kept row between them; when that row leaves the scan order this run
+    (a newer copy under another URL wins phase 3, or the user deletes or
+    moves it), the two come within the window: a full run merges them, and
+    so must the incremental one."""
+    db = str(tmp_path / "close.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    near = own_text(100)
+    rows = [(f"https://a.example/p{i:02d}", own_text(i), "2026-01-01") for i in range(12)]
+    rows[2] = ("https://a.example/p02", near, "2026-01-01")
+    rows[7] = ("https://a.example/p07", near + " and one more word", "2026-01-02")
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)", rows)
+    settings = {"distance": 5}
+    first = report(conn, settings)
+    assert first.get("removed") == {}, first  # p02 and p07 are 5 rows apart: never compared
+    if how == "a new copy wins phase 3":
+        conn.execute("INSERT INTO pages VALUES ('https://z.example/copy', ?, '2026-03-01')", (rows[4][1],))
+    elif how == "the user deletes it":
+        conn.execute("DELETE FROM pages WHERE url = 'https://a.example/p04'")
+    else:
+        conn.execute("UPDATE pages SET url = 'https://z.example/moved' WHERE url = 'https://a.example/p04'")
+    conn.close()
+    shutil.copy(db, db + ".full")
+    full = P.connect(db + ".full")
+    expected = report(full, dict(settings, full=True))
+    assert expected["removed"].get("4") == 1, expected  # they are merged now
+    conn = P.connect(db)
+    got = report(conn, settings)
+    assert got["kind"] == "incremental"
+    assert table_state(conn) == table_state(full)
+
+
 def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)

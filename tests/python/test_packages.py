@@ -49,15 +49,22 @@ def venv(tmp_path, name, python=PYTHON, system=False):
 
 def test_dist_has_the_archive_the_wheel_and_checksums(dist):
     v = dist["version"]
-    assert f"sqlite-dedup-{v}-linux-x86_64.tar.gz" in dist["files"]
+    archive = f"sqlite-dedup-{v}-loadable-linux-x86_64.tar.gz"  # sqlite-vec's naming
+    assert archive in dist["files"]
     assert f"sqlite_dedup-{v}-py3-none-manylinux_2_34_x86_64.whl" in dist["files"]
     assert f"sqlite-dedup-{v}.tgz" in dist["files"]
+    assert f"sqlite_utils_sqlite_dedup-{v}-py3-none-any.whl" in dist["files"]
+    assert f"datasette_sqlite_dedup-{v}-py3-none-any.whl" in dist["files"]
     subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=DIST, check=True, capture_output=True)
-    with tarfile.open(os.path.join(DIST, f"sqlite-dedup-{v}-linux-x86_64.tar.gz")) as t:
-        names = set(t.getnames())
-    top = f"sqlite-dedup-{v}-linux-x86_64"
-    assert {f"{top}/dedup0.so", f"{top}/sql/dedup.sql", f"{top}/sql/restore.sql", f"{top}/README.md",
-            f"{top}/LICENSE"} <= names
+    with tarfile.open(os.path.join(DIST, archive)) as t:
+        names = {n.removeprefix("./") for n in t.getnames()}
+        readme = t.extractfile("./README.md").read().decode()
+    # The extension at the top, no folder; the docs the README links to are in it.
+    assert {"dedup0.so", "sql/dedup.sql", "sql/restore.sql", "README.md", "LICENSE", "docs/pipeline.md",
+            "docs/clients.md"} <= names
+    assert "cargo" not in readme and ".load ./dedup0" in readme
+    for linked in re.findall(r"`(docs/[\w./-]+\.md)`", readme):
+        assert linked in names, linked
 
 
 def test_the_glibc_and_sqlite_floors_are_what_the_readme_states(dist):
@@ -232,7 +239,7 @@ def plugin_venv(tmp_path, dist, plugin, host):
 
 
 def test_the_sqlite_utils_plugin(tmp_path, dist):
-    bin_ = plugin_venv(tmp_path, dist, "sqlite-utils-dedup", "sqlite-utils")
+    bin_ = plugin_venv(tmp_path, dist, "sqlite-utils-sqlite-dedup", "sqlite-utils")
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     query = subprocess.run([f"{bin_}/sqlite-utils", "query", db, "select lev_ratio('kitten', 'sitting') as r"],
@@ -261,7 +268,7 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
 
 
 def test_the_datasette_plugin(tmp_path, dist):
-    bin_ = plugin_venv(tmp_path, dist, "datasette-dedup", "datasette")
+    bin_ = plugin_venv(tmp_path, dist, "datasette-sqlite-dedup", "datasette")
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     code = f"""
@@ -289,11 +296,11 @@ asyncio.run(main())
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
     """Built only where the aarch64 Rust target and cross linker are
     installed (not in CI): its file is an aarch64 ELF needing glibc <= 2.34."""
-    name = f"sqlite-dedup-{dist['version']}-linux-aarch64.tar.gz"
+    name = f"sqlite-dedup-{dist['version']}-loadable-linux-aarch64.tar.gz"
     if name not in dist["files"]:
         pytest.skip("no cross toolchain for aarch64 here (scripts/dist says what it needs)")
     with tarfile.open(os.path.join(DIST, name)) as t:
-        member = t.extractfile(f"sqlite-dedup-{dist['version']}-linux-aarch64/dedup0.so").read()
+        member = t.extractfile("./dedup0.so").read()
     assert member[:4] == b"\x7fELF" and int.from_bytes(member[18:20], "little") == 183  # EM_AARCH64
     versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(rb"GLIBC_([0-9.]+)", member)
                 for v in [v.decode()]}
