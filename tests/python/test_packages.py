@@ -211,12 +211,17 @@ const db = new Database({json.dumps(db)});
 db.loadExtension(getLoadablePath());
 const report = db.prepare("SELECT dedup_run()").pluck().get();
 const big = db.prepare("SELECT simhash('a b c') AS h").safeIntegers().get().h;
-console.log(JSON.stringify({{report, simhash: big.toString()}}));
+// load(db), as docs/clients/node.md shows, on a second database; parameters bound.
+const other = new Database(":memory:");
+require("sqlite-dedup").load(other);
+const ratio = other.prepare("SELECT lev_ratio(?, ?)").pluck().get("kitten", "sitting");
+console.log(JSON.stringify({{report, simhash: big.toString(), ratio}}));
 """
     out = subprocess.run(["node", "-e", script], cwd=project, capture_output=True, text=True, check=True,
                          env=dict(os.environ, NODE_PATH=node_modules))
     got = json.loads(out.stdout)
     assert got["report"].startswith("run 1: 600 rows -> 245 rows")
+    assert got["ratio"] == 0.6153846153846154  # python-Levenshtein's ratio('kitten', 'sitting')
     import sqlite3
     conn = sqlite3.connect(":memory:")
     conn.enable_load_extension(True)
