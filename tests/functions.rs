@@ -43,6 +43,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_apply",
             "dedup_debug",
             "dedup_extra_params",
+            "dedup_fingerprint",
             "dedup_invalid_text",
             "dedup_learn_url_rules",
             "dedup_plan",
