@@ -17,3 +17,4 @@ pub mod sketch;
 pub mod text;
 pub mod url;
 pub mod url_rules;
+pub mod window_scan;

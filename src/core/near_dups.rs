@@ -21,11 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::core::candidates::Candidates;
 use crate::core::halt::{try_collect, Halt};
-use crate::core::parallel::{helpers, map_polled, pool};
+use crate::core::parallel::{map_polled, pool};
 use crate::core::similarity::{
     max_distance_where, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };
-use rayon::ThreadPool;
 
 /// One input row of the scan.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,41 +196,9 @@ pub fn validate(threshold: f64, distance: i64) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the scan over `rows` (in scan order), comparing each row with the
-/// next `distance` rows. Returns the removed rows in the order they were
-/// decided, and the work counters. An error from the row source stops the
-/// scan and is returned; so does a [`Halt`]: `poll` is asked every few
-/// milliseconds, also inside long comparisons (the SQL layer polls
-/// `sqlite3_interrupt`), and memory is allocated fallibly.
-pub fn scan<E: From<Halt>>(
-    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
-    threshold: f64,
-    distance: usize,
-    poll: &mut dyn FnMut() -> bool,
-) -> Result<(Vec<Removal>, ScanStats), E> {
-    scan_on(helpers(), rows, threshold, distance, poll)
-}
-
-/// [`scan`] on `pool`'s threads and the calling thread
-/// ([`scan_ahead`](crate::core::scan_ahead)), or on the calling thread alone
-/// when there is no pool: the same results either way.
-pub fn scan_on<E: From<Halt>>(
-    pool: Option<&ThreadPool>,
-    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
-    threshold: f64,
-    distance: usize,
-    poll: &mut dyn FnMut() -> bool,
-) -> Result<(Vec<Removal>, ScanStats), E> {
-    match pool {
-        Some(pool) if distance > 0 => {
-            crate::core::scan_ahead::scan(pool, rows, threshold, distance, poll)
-        }
-        _ => scan_sequential(rows, threshold, distance, poll),
-    }
-}
-
-/// [`scan`] on the calling thread, one anchor after the other.
-fn scan_sequential<E: From<Halt>>(
+/// The window scan on the calling thread, one anchor after the other:
+/// [`crate::core::window_scan::scan`]'s results, which runs it on every core.
+pub fn scan_sequential<E: From<Halt>>(
     rows: impl IntoIterator<Item = Result<ScanRow, E>>,
     threshold: f64,
     distance: usize,
@@ -793,7 +760,8 @@ mod tests {
     }
 
     fn removed_ids(texts: &[(&str, i64)], threshold: f64, distance: usize) -> Vec<i64> {
-        let (removed, _) = scan(rows(texts), threshold, distance, &mut || false).unwrap();
+        let (removed, _) =
+            scan_sequential(rows(texts), threshold, distance, &mut || false).unwrap();
         let mut ids: Vec<i64> = removed.iter().map(|r| r.id).collect();
         ids.sort();
         ids
@@ -806,7 +774,7 @@ mod tests {
             ("the quick brown fix", 1),
             ("something else", 0),
         ];
-        let (removed, stats) = scan(rows(&texts), 0.8, 5, &mut || false).unwrap();
+        let (removed, stats) = scan_sequential(rows(&texts), 0.8, 5, &mut || false).unwrap();
         assert_eq!(
             removed,
             vec![Removal {
@@ -863,10 +831,10 @@ mod tests {
             row(2, None),
             row(3, Some("same text")),
         ];
-        let (removed, stats) = scan(source.clone(), 0.9, 1, &mut || false).unwrap();
+        let (removed, stats) = scan_sequential(source.clone(), 0.9, 1, &mut || false).unwrap();
         assert!(removed.is_empty());
         assert_eq!(stats.pairs, 0);
-        let (removed, _) = scan(source, 0.9, 2, &mut || false).unwrap();
+        let (removed, _) = scan_sequential(source, 0.9, 2, &mut || false).unwrap();
         assert_eq!(removed.iter().map(|r| r.id).collect::<Vec<_>>(), vec![3]);
     }
 
@@ -881,7 +849,7 @@ mod tests {
             Err(Halt::Stopped),
         ];
         assert_eq!(
-            scan(source, 0.5, 3, &mut || false).unwrap_err(),
+            scan_sequential(source, 0.5, 3, &mut || false).unwrap_err(),
             Halt::Stopped
         );
     }
@@ -1057,7 +1025,7 @@ mod tests {
                 .chain((0..n).filter(|i| i % 3 == 0).map(|i| (i, n.min(i + distance + 1) - 1)))
                 .filter(|(a, b)| a != b)
                 .collect();
-            let expected = scan(rows(&texts), threshold, distance, &mut || false).unwrap().0;
+            let expected = scan_sequential(rows(&texts), threshold, distance, &mut || false).unwrap().0;
             prop_assert_eq!(scan_texts_by_pairs(&texts, &pairs, threshold).0, expected);
         }
     }

@@ -134,7 +134,7 @@ enum Done {
     Retired,
 }
 
-/// [`scan`](super::near_dups::scan) on `pool`: the same removals, in the
+/// [`scan`](super::window_scan::scan) on `pool`: the same removals, in the
 /// same order, and the same counters.
 pub fn scan<E: From<Halt>>(
     pool: &ThreadPool,
@@ -550,8 +550,8 @@ fn elect_anchor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::near_dups::scan_on;
     use crate::core::parallel::build;
+    use crate::core::window_scan::scan_on;
     use proptest::prelude::*;
 
     fn rows(texts: &[(Option<String>, i64)]) -> Vec<Result<ScanRow, Halt>> {

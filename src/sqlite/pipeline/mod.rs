@@ -14,6 +14,7 @@ pub mod report;
 pub mod restore;
 pub mod schema;
 pub mod settings;
+pub mod shown;
 pub mod snapshot;
 
 use std::fmt;

@@ -146,7 +146,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
                 if !has_own_shape(name, &sql) {
                     return fail(format!(
                         "{function}: {name} is not the table this extension creates, got {}; nothing was changed (rename it: the extension creates its own)",
-                        super::settings::truncate(&sql, 200)
+                        super::shown::truncate(&sql, 200)
                     ));
                 }
             }

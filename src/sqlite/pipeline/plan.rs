@@ -147,8 +147,8 @@ fn write_prefer(db: &Connection, source: &Source, terms: &[String]) -> Result<()
                 "dedup: prefer term {} must be an SQL ordering term over the columns of {}, got {}: {}; nothing was changed",
                 i + 1,
                 quote_ident(&source.table),
-                settings::excerpt(term),
-                settings::truncate(&DedupError::from(e).to_string(), 200)
+                super::shown::excerpt(term),
+                super::shown::truncate(&DedupError::from(e).to_string(), 200)
             ));
         }
     }
@@ -288,7 +288,7 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
     if let Some(v) = bad {
         return fail(format!(
             "dedup: dedup_runs.run must hold integers, got {}",
-            settings::truncate(&v, 60)
+            super::shown::truncate(&v, 60)
         ));
     }
     let max: Option<i64> =

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::own_tables::{self, upgrade_rewritten};
 use super::plan::next_run;
 use super::schema::{self, quote_ident, Source, ARCHIVE_META};
-use super::settings::truncate;
+use super::shown::truncate;
 use super::{fail, DedupError};
 
 /// Rowid changes named one by one in the message; the rest are counted.

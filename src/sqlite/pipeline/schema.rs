@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Result};
 
-use super::settings::excerpt;
+use super::shown::excerpt;
 use super::{fail, DedupError};
 
 /// The columns the phase scripts read; a table may lack all but `url` and

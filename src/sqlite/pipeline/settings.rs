@@ -6,6 +6,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection, Result};
 
 use super::schema::{self, quote_ident};
+use super::shown::{describe_value, excerpt, truncate};
 use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
@@ -559,29 +560,6 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
         ],
     )?;
     Ok(())
-}
-
-/// A value for an error message, as SQL's `quote()` shows it (short).
-pub fn describe_value(v: &Value) -> String {
-    match v {
-        Value::Null => "NULL".into(),
-        Value::Integer(i) => i.to_string(),
-        Value::Real(r) => format!("{r:?}"),
-        Value::Text(t) => excerpt(t),
-        Value::Blob(b) => format!("a blob of {} bytes", b.len()),
-    }
-}
-
-/// `'text'` quoted as SQL does, cut to 60 characters, control characters
-/// escaped.
-pub fn excerpt(t: &str) -> String {
-    format!("'{}'", truncate(&t.replace('\'', "''"), 60))
-}
-
-/// At most `max` characters, control characters escaped (see
-/// [`crate::core::text::excerpt`]).
-pub fn truncate(t: &str, max: usize) -> String {
-    crate::core::text::excerpt(t, max)
 }
 
 #[cfg(test)]

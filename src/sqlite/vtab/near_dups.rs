@@ -16,7 +16,8 @@ use super::scan_table::{self, LastScan, Scan};
 use super::{
     error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
 };
-use crate::core::near_dups::{scan, validate, Removal, ScanRow, ScanStats};
+use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
+use crate::core::window_scan::scan;
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
