@@ -3,6 +3,7 @@
 //! and the pipeline runner that applies a run atomically.
 
 pub mod control;
+pub mod drop_rules;
 pub mod interrupt;
 pub mod meta;
 pub mod pipeline;

@@ -14,6 +14,7 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension, Result};
 
+use super::drop_rules::learned_params;
 use super::interrupt::{halt_error, InterruptPoll};
 use super::pipeline::atomic::{atomically, Lock};
 use super::pipeline::schema::{self, Source};
@@ -639,111 +640,6 @@ fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Optio
         return Ok(None);
     }
     unless_no_model(learned_params(db, &parts, &present, min_probability))
-}
-
-/// The rules that drop parameters, by domain: (path or none for the whole
-/// domain, lowercase parameter, probability).
-type DropRules = HashMap<String, Vec<(Option<String>, String, f64)>>;
-
-thread_local! {
-    /// A run's copy of the rules (connection handle, rules), set by
-    /// [`with_rules_snapshot`] while its phases run.
-    static SNAPSHOT: std::cell::RefCell<Option<(usize, std::rc::Rc<DropRules>)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// The connection's handle as a number: which connection a snapshot is of.
-fn connection_id(db: &Connection) -> usize {
-    // Safety: the pointer is only compared, never dereferenced.
-    unsafe { db.handle() as usize }
-}
-
-fn load_drop_rules(db: &Connection) -> Result<DropRules> {
-    let mut rules: DropRules = HashMap::new();
-    let rows = db
-        .prepare(
-            "SELECT domain, path, lower(param), probability FROM main.dedup_url_rules
-             WHERE param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-        .collect::<Result<Vec<(String, Option<String>, String, f64)>>>()?;
-    for (domain, path, param, p) in rows {
-        rules.entry(domain).or_default().push((path, param, p));
-    }
-    Ok(rules)
-}
-
-/// Runs `work` with the rules read once, for every `url_rule_params` call
-/// it makes on this connection and thread (a run's phases do not change
-/// the rules, and one query per URL would cost more than the rest of phase
-/// 1). Without a `dedup_url_rules` table there is nothing to read.
-pub fn with_rules_snapshot<T>(db: &Connection, work: impl FnOnce() -> T) -> Result<T> {
-    let rules = match load_drop_rules(db) {
-        Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table") => {
-            DropRules::new()
-        }
-        other => other?,
-    };
-    struct Clear;
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            SNAPSHOT.with(|s| *s.borrow_mut() = None);
-        }
-    }
-    let handle = connection_id(db);
-    SNAPSHOT.with(|s| *s.borrow_mut() = Some((handle, std::rc::Rc::new(rules))));
-    let _clear = Clear;
-    Ok(work())
-}
-
-fn learned_params(
-    db: &Connection,
-    parts: &UrlParts,
-    present: &[String],
-    min_probability: f64,
-) -> Result<Option<String>> {
-    let handle = connection_id(db);
-    let snapshot = SNAPSHOT.with(|s| {
-        s.borrow()
-            .as_ref()
-            .filter(|(h, _)| *h == handle)
-            .map(|(_, r)| r.clone())
-    });
-    let rules = match snapshot {
-        Some(rules) => rules,
-        None => std::rc::Rc::new(load_domain_rules(db, &parts.domain)?),
-    };
-    let mut names: Vec<&str> = rules
-        .get(&parts.domain)
-        .map(|list| {
-            list.iter()
-                .filter(|(path, param, p)| {
-                    *p >= min_probability
-                        && path.as_deref().map_or(true, |path| path == parts.path)
-                        && !param.is_empty()
-                        && present.contains(param)
-                        && !param.contains([',', '|', '='])
-                        && !param.contains(char::is_whitespace)
-                })
-                .map(|(_, param, _)| param.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort_unstable();
-    names.dedup();
-    Ok((!names.is_empty()).then(|| names.join("|")))
-}
-
-/// The drop rules of one domain (outside a run's snapshot).
-fn load_domain_rules(db: &Connection, domain: &str) -> Result<DropRules> {
-    let list = db
-        .prepare(
-            "SELECT path, lower(param), probability FROM main.dedup_url_rules
-             WHERE domain = ?1 AND param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)",
-        )?
-        .query_map([domain], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<Vec<(Option<String>, String, f64)>>>()?;
-    Ok(HashMap::from([(domain.to_string(), list)]))
 }
 
 /// Registers `dedup_learn_url_rules`, `dupe_probability` and

@@ -101,7 +101,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     write_prefer(db, &source, &s.prefer)?;
     super::index::prepare(db, &source, s, &s.to_json(db)?)?;
     let seconds = if s.url_rules > 0.0 {
-        crate::sqlite::url_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
+        crate::sqlite::drop_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
     } else {
         run_phases(db, rows_before)?
     };
