@@ -179,6 +179,19 @@ def test_the_report_says_why_a_run_was_full(tmp_path, change, why):
     assert "  full run: " in text or "  incremental since run 2" in text
 
 
+def test_an_index_of_another_version_makes_the_run_full(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    report(conn, {})
+    version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
+    assert version == "1 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    conn.execute("UPDATE dedup_index_state SET value = '1 0.1.0' WHERE key = 'version'")
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert report(conn, {})["kind"] == "incremental"  # rebuilt
+
+
 def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)

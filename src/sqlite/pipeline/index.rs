@@ -31,7 +31,14 @@ use super::DedupError;
 use crate::core::hash::Fingerprint;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const VERSION: &str = "1";
+pub const FORMAT: &str = "1";
+
+/// What `dedup_index_state.version` holds: the format and the extension's
+/// version (another version may canonicalize or compare differently, so
+/// its index describes another run: the first run after an upgrade is full).
+fn version() -> String {
+    format!("{FORMAT} {}", env!("CARGO_PKG_VERSION"))
+}
 
 /// The SQL function that fingerprints a row's values.
 const FINGERPRINT: &str = "dedup_fingerprint";
@@ -118,7 +125,7 @@ fn why_full(
             "no index yet (the first run, or a restore since the last)".into(),
         ));
     };
-    if state("version")?.as_deref() != Some(VERSION) {
+    if state("version")? != Some(version()) {
         return Ok(Some("the index is from another version".into()));
     }
     let last: Option<i64> =
@@ -258,7 +265,7 @@ pub fn write(
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
-        rusqlite::params![run, VERSION, comparable(db, settings_json)?],
+        rusqlite::params![run, version(), comparable(db, settings_json)?],
     )?;
     Ok(())
 }
