@@ -54,8 +54,11 @@ placeholders AS (
     AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
     AND canonical_url(d.url, d.opts) IS NOT NULL
 )
+-- (A placeholder takes the slot its row had when it was live: by url, then
+-- id, as live rows; sorting placeholders after the live rows of their URL
+-- moved a kept row one slot closer to those before it.)
 INSERT INTO _dedup_near_input
-SELECT row_number() OVER (ORDER BY url, placeholder, id) AS pos,
+SELECT row_number() OVER (ORDER BY url, id, placeholder) AS pos,
        id,
        placeholder,
        row_number() OVER (
@@ -94,7 +97,7 @@ WHERE (SELECT kind FROM _dedup_incremental) = 'incremental'
   AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_exact_winners);
 INSERT OR IGNORE INTO _dedup_dirty_pos
 SELECT next_pos FROM (
-  SELECT ghost, min(pos) OVER (ORDER BY url, placeholder, id, ghost DESC
+  SELECT ghost, min(pos) OVER (ORDER BY url, id, placeholder, ghost DESC
                                ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS next_pos
   FROM (SELECT url, placeholder, id, pos, 0 AS ghost FROM _dedup_near_input
         WHERE EXISTS (SELECT 1 FROM _dedup_ghosts)

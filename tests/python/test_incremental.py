@@ -196,6 +196,32 @@ def test_rows_that_come_closer_when_a_kept_row_leaves_are_compared(tmp_path, how
     assert table_state(conn) == table_state(full)
 
 
+def test_a_placeholder_keeps_the_slot_its_row_had(tmp_path):
+    """Two pages kept apart share a canonical URL (their `id` differs, their
+    texts too); run 1 removes the one with the lower rowid in phase 4, for
+    a later row. In run 2 it is a placeholder, and must keep its slot before
+    its sibling: sorted after it, it moved the sibling one slot closer to a
+    row 3 slots before, its near copy, and a second full run merged them."""
+    db = str(tmp_path / "slot.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    x, r = own_text(1), own_text(2)
+    rows = [(1, "https://a.example/a", x, "2026-01-01"),
+            (2, "https://a.example/b", own_text(3), "2026-01-01"),
+            (3, "https://a.example/c?id=2", r, "2026-01-01"),
+            (5, "https://a.example/c?id=1", x + " and one more word", "2026-01-01"),
+            (6, "https://a.example/d", r + " and more", "2026-02-01")]
+    conn.executemany("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (?, ?, ?, ?)", rows)
+    first = report(conn, {"distance": 3})
+    assert first["removed"] == {"4": 1}, first
+    assert conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed").fetchall() == [(3, 6)]
+    shutil.copy(db, db + ".full")
+    full = P.connect(db + ".full")
+    assert report(full, {"distance": 3, "full": True})["removed"] == {}  # a second run removes nothing
+    assert report(conn, {"distance": 3})["removed"] == {}
+    assert table_state(conn) == table_state(full)
+
+
 def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
