@@ -67,8 +67,8 @@ def explain(conn, page):
     phase, reason, ratio, the survivor it lost to, the final survivor
     (following survivors later removed) and, for a near duplicate, its ratio
     to the final survivor of its run (final_ratio; when that is at or below
-    the threshold, None and final_note says so), as a dict; None when no run
-    removed it."""
+    the threshold, final_note says so and the ratio is measured now), as a
+    dict; None when no run removed it."""
     column = "rowid" if isinstance(page, int) else "url"
     keys = ["rowid", "url", "run", "phase", "reason", "ratio", "survivor", "final_survivor", "chain", "final_url"]
     has_ratio = _one(conn, "SELECT count(*) FROM pragma_table_info('dedup_why') WHERE name = 'final_ratio'")
@@ -82,7 +82,32 @@ def explain(conn, page):
     why = dict(zip(keys, row))
     why.setdefault("final_ratio", None)
     why.setdefault("final_note", None)
+    if why["final_ratio"] is None and why["final_note"] and why["final_survivor"] is not None:
+        why["final_ratio"] = _ratio_now(conn, why)
     return why
+
+
+def _ratio_now(conn, why):
+    """The ratio of a drifted removal to its final survivor, measured now
+    (the run only knew it was at or below the threshold): the texts phase 4
+    compared, as phase 1 makes them (parsed, else title and content, the
+    visible text of HTML), without boilerplate stripping. None when it
+    cannot be measured here (no extension loaded, renamed columns)."""
+    try:
+        table, compat = conn.execute(
+            "SELECT coalesce(json_extract(settings, '$.table'), 'pages'), json_extract(settings, '$.compat') "
+            "FROM dedup_runs WHERE run = ?", (why["run"],)).fetchone()
+        html = ("CASE WHEN ltrim(substr(d.content, 1, 64)) LIKE '<%' AND (instr(d.content, '</') > 0 "
+                "OR ltrim(substr(d.content, 1, 64)) LIKE '<!doctype%') THEN html_text(d.content) ELSE d.content END"
+                if compat != "reference" else "d.content")
+        quoted = '"' + table.replace('"', '""') + '"'
+        return conn.execute(
+            f"SELECT lev_ratio(coalesce(d.parsed, normalize_text(coalesce(d.title, '') || char(10, 10) || {html})), "
+            f"p.parsed) FROM dedup_removed AS d, {quoted} AS p "
+            "WHERE d.dedup_rowid = ? AND d.dedup_run = ? AND p.rowid = ?",
+            (why["rowid"], why["run"], why["final_survivor"])).fetchone()[0]
+    except Exception:  # an explanation without the figure is still one
+        return None
 
 
 def kept_apart(conn, rowid):

@@ -213,7 +213,7 @@ def main(argv=None):
             if why["final_survivor"] is not None:
                 print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})"
                       + (f"; ratio to it {why['final_ratio']:.4f}" if why["final_ratio"] is not None else "")
-                      + (f"; ratio to it {why['final_note']}" if why["final_note"] else ""))
+                      + (f" ({why['final_note']})" if why["final_note"] else ""))
         elif args.command == "stats":
             runs = sqlite_dedup.stats(conn)
             if not runs:

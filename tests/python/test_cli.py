@@ -166,8 +166,15 @@ def test_explain_gives_the_ratio_to_the_final_survivor(tmp_path):
         assert Levenshtein.ratio(a, b) <= 0.9 and note == "at or below the threshold 0.9 (not measured further)"
     out = cli(tmp_path, "explain", db, str(measured[0][0]))
     assert f"ratio to it {measured[0][1]:.4f}" in out.stdout, out.stdout
+    # Below the threshold, the ratio is measured when explained.
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    import sqlite_dedup
+    for rowid, _, _, a, b in below:
+        assert sqlite_dedup.explain(conn, rowid)["final_ratio"] == pytest.approx(Levenshtein.ratio(a, b), abs=1e-12)
     out = cli(tmp_path, "explain", db, str(below[0][0]))
-    assert "ratio to it at or below the threshold 0.9" in out.stdout, out.stdout
+    expected = f"ratio to it {Levenshtein.ratio(below[0][3], below[0][4]):.4f} (at or below the threshold 0.9"
+    assert expected in out.stdout, out.stdout
 
 
 def test_full_runs_every_comparison_and_the_report_says_so(tmp_path):
