@@ -27,8 +27,10 @@ def register_commands(cli):
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
     @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' (default, no drift) or 'chain'")
     @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
+    @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, full, restore):
+    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, full, dry_run,
+              restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         db = sqlite_utils.Database(path)
         try:
@@ -40,6 +42,10 @@ def register_commands(cli):
                                           "compat": compat, "columns": columns,
                                           "lsh_election": lsh_election,
                                           "full": True if full else None}.items() if v is not None}
+            if dry_run:
+                from sqlite_dedup.cli import print_plan
+                print_plan(sqlite_dedup.plan(db.conn, **settings))
+                return
             # (The report says whether the run was incremental, or full and why.)
             click.echo(db.execute("SELECT dedup_run(?)", [json.dumps(settings)]).fetchone()[0])
         except Exception as e:  # the sqlite3 module sqlite-utils uses may be another

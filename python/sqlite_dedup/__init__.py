@@ -57,6 +57,33 @@ def run(conn, **settings):
     return json.loads(_one(conn, "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1"))
 
 
+def plan(conn, examples=3, **settings):
+    """What a run with these settings would remove, changing nothing
+    (dedup_plan; the plan stays in the connection: SELECT dedup_apply()
+    applies it). A dict: report (the plan's report text), removed (rows per
+    phase), domains (per phase, the domains losing most rows: [domain,
+    rows]), examples (per phase, the first `examples` removals: rowid, url,
+    reason, survivor, survivor_url)."""
+    text = _one(conn, "SELECT dedup_plan(?)", (json.dumps(settings),))
+    removed, domains, shown = {}, {}, {}
+    rows = conn.execute(
+        "SELECT r.phase, r.source_rowid, g.url, r.reason, r.survivor, s.url, "
+        "coalesce(p.domain, url_domain(g.url, 'ignore=')) "
+        "FROM temp._dedup_removal AS r JOIN temp._dedup_source AS g ON g.rid = r.source_rowid "
+        "LEFT JOIN temp._dedup_source AS s ON s.rid = r.survivor "
+        "LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = r.source_rowid "
+        "ORDER BY r.phase, r.source_rowid").fetchall()
+    for phase, rowid, url, reason, survivor, survivor_url, domain in rows:
+        removed[phase] = removed.get(phase, 0) + 1
+        per = domains.setdefault(phase, {})
+        per[domain] = per.get(domain, 0) + 1
+        if len(shown.setdefault(phase, [])) < examples:
+            shown[phase].append({"rowid": rowid, "url": url, "reason": reason, "survivor": survivor,
+                                 "survivor_url": survivor_url})
+    top = {phase: sorted(per.items(), key=lambda kv: (-kv[1], kv[0] or ""))[:10] for phase, per in domains.items()}
+    return {"report": text, "removed": removed, "domains": top, "examples": shown}
+
+
 def restore(conn):
     """Undoes the latest run; returns what was done, in words."""
     return _one(conn, "SELECT dedup_restore()")

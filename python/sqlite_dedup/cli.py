@@ -102,45 +102,61 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
     return result["value"]
 
 
+def print_plan(planned):
+    """A plan as the command prints it: the report, then per phase the
+    domains that lose most rows and a few examples."""
+    print(planned["report"].replace("SELECT dedup_apply() applies it", "sqlite-dedup run applies it"))
+    for phase in sorted(planned["removed"]):
+        domains = ", ".join(f"{d or '(no domain)'} {n}" for d, n in planned["domains"][phase][:5])
+        print(f"phase {phase}: {planned['removed'][phase]} row(s) would go; most from {domains}")
+        for e in planned["examples"][phase]:
+            kept = f"; kept: rowid {e['survivor']} ({e['survivor_url']})" if e["survivor"] is not None else ""
+            print(f"  would remove rowid {e['rowid']} ({e['url']}): {e['reason']}{kept}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="sqlite-dedup", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="deduplicate the pages of DB (one transaction; nothing changes on error)")
-    run.add_argument("db")
-    run.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    run.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
+    common = argparse.ArgumentParser(add_help=False)  # the settings, for run and plan
+    common.add_argument("db")
+    common.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
+    common.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
                      help="near-duplicate candidates (setting near_mode; default window)")
-    run.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
-    run.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
-    run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
-    run.add_argument("--keep-params", action="store_true",
+    common.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
+    common.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
+    common.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    common.add_argument("--keep-params", action="store_true",
                      help="keep all but tracking query parameters (setting discard_params = 0)")
-    run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
-    run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
-    run.add_argument("--lsh-election", choices=["chain", "direct"],
+    common.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
+    common.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    common.add_argument("--lsh-election", choices=["chain", "direct"],
                      help="lsh mode: 'direct' (default) removes a row only for a survivor it is near (no drift); "
                           "'chain' is the window scan's election")
-    run.add_argument("--boilerplate", choices=["keep", "strip"],
+    common.add_argument("--boilerplate", choices=["keep", "strip"],
                      help="'strip': compare texts without the lines a site repeats (default keep)")
-    run.add_argument("--url-rules", type=float, metavar="P",
+    common.add_argument("--url-rules", type=float, metavar="P",
                      help="drop parameters learned to never change content with probability >= P (0: never)")
-    run.add_argument("--full", action="store_true",
+    common.add_argument("--full", action="store_true",
                      help="compare every row even when only some are new since the last run (docs/incremental.md)")
-    run.add_argument("--dry-run", action="store_true",
+    common.add_argument("--dry-run", action="store_true",
                      help="plan the run and print what it would remove, changing nothing (dedup_plan)")
-    run.add_argument("--table", help="the table of pages (default pages)")
-    run.add_argument("--prefer", action="append", metavar="TERM",
+    common.add_argument("--table", help="the table of pages (default pages)")
+    common.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term over the table's columns that decides which copy survives, "
                           "before the built-in rules (repeatable), e.g. \"url LIKE 'https://docs.example.org/%%' DESC\"")
-    run.add_argument("--columns", metavar="JSON",
+    common.add_argument("--columns", metavar="JSON",
                      help="the table's columns for the pipeline's names, e.g. '{\"url\": \"link\", \"parsed\": \"body\"}'")
-    run.add_argument("--compat", choices=["reference", "none"],
+    common.add_argument("--compat", choices=["reference", "none"],
                      help="'reference': the reference pipeline's behaviour exactly (default: none)")
-    run.add_argument("--json", action="store_true", help="print the report as JSON")
-    run.add_argument("--secure-delete", choices=["on", "fast", "off"],
+    common.add_argument("--json", action="store_true", help="print the report as JSON")
+    common.add_argument("--secure-delete", choices=["on", "fast", "off"],
                      help="PRAGMA secure_delete for the run (default: as SQLite was built; Debian: on). "
                           "'fast' makes the writes about a third faster there: freed pages keep their old "
                           "bytes until reused (the removed rows are in dedup_removed anyway)")
+    sub.add_parser("run", parents=[common],
+                   help="deduplicate the pages of DB (one transaction; nothing changes on error)")
+    sub.add_parser("plan", parents=[common],
+                   help="what a run would remove, per phase and per domain, with examples; changes nothing")
     restore = sub.add_parser("restore", help="undo the latest run")
     restore.add_argument("db")
     restore.add_argument("--all", action="store_true", help="undo every run, latest first")
@@ -156,7 +172,7 @@ def main(argv=None):
         return 1
     conn = connect(args.db)
     try:
-        if args.command == "run":
+        if args.command in ("run", "plan"):
             settings = {k: v for k, v in {
                 "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
                 "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
@@ -168,14 +184,8 @@ def main(argv=None):
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")
-            if args.dry_run:
-                print(conn.execute("SELECT dedup_plan(?)", (json.dumps(settings),)).fetchone()[0]
-                      .replace("SELECT dedup_apply() applies it", "sqlite-dedup run without --dry-run applies it"))
-                for rowid, phase, reason, survivor in conn.execute(
-                        "SELECT source_rowid, phase, reason, survivor FROM temp._dedup_removal "
-                        "ORDER BY phase, source_rowid LIMIT 20"):
-                    print(f"  would remove rowid {rowid} (phase {phase}: {reason})"
-                          + (f", kept: rowid {survivor}" if survivor is not None else ""))
+            if args.dry_run or args.command == "plan":
+                print_plan(sqlite_dedup.plan(conn, **settings))
                 return 0
             sql, params = "SELECT dedup_run(?)", (json.dumps(settings),)
             text = with_progress(conn, sql, params, draw=sys.stderr.isatty())

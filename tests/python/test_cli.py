@@ -106,6 +106,36 @@ def test_a_missing_file_is_an_error_not_a_new_database(tmp_path):
     assert out.returncode == 1 and "no database file" in out.stderr and not os.path.exists(db), out.stderr
 
 
+def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path):
+    """`sqlite-dedup plan` and Python's plan(): the counts a run then removes,
+    per phase and per domain (counted here from the run's archive), with
+    examples; the database unchanged."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    out = cli(tmp_path, "plan", db)
+    assert out.returncode == 0, out.stderr
+    assert P.fingerprint(db) == before
+    assert out.stdout.startswith("plan for run 1: 600 rows -> 245 rows")
+    assert "phase 2: 144 row(s) would go; most from jlevy.github.io 87, requests.readthedocs.io 31" in out.stdout
+    assert "phase 1: 58 row(s) would go; most from requests.readthedocs.io" in out.stdout, out.stdout
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    import sqlite_dedup
+    conn = P.connect(db)
+    planned = sqlite_dedup.plan(conn)
+    conn.execute("SELECT dedup_apply()").fetchone()
+    by_domain = {}
+    for phase, domain in conn.execute("SELECT dedup_phase, url_domain(url, 'ignore=') FROM dedup_removed"):
+        by_domain.setdefault(phase, {}).setdefault(domain, 0)
+        by_domain[phase][domain] += 1
+    assert planned["removed"] == {p: sum(d.values()) for p, d in by_domain.items()}
+    for phase, top in planned["domains"].items():
+        assert all(by_domain[phase][d] == n for d, n in top)
+        assert [n for _, n in top] == sorted(by_domain[phase].values(), reverse=True)[:len(top)]
+    assert all(len(e) == 3 for e in planned["examples"].values())
+
+
 def test_dry_run_changes_nothing_and_lists_what_would_go(tmp_path):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)

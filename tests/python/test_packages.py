@@ -250,6 +250,9 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
     query = subprocess.run([f"{bin_}/sqlite-utils", "query", db, "select lev_ratio('kitten', 'sitting') as r"],
                            capture_output=True, text=True, check=True)
     assert json.loads(query.stdout) == [{"r": 0.6153846153846154}]
+    dry = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--dry-run"], capture_output=True, text=True,
+                         check=True)
+    assert dry.stdout.startswith("plan for run 1: 600 rows -> 245 rows") and "phase 2: 144 row(s) would go" in dry.stdout
     run = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, "--threshold", "0.9"], capture_output=True,
                          text=True, check=True)
     assert run.stdout.startswith("run 1: 600 rows -> 245 rows")
