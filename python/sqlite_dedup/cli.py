@@ -165,6 +165,9 @@ def main(argv=None):
     explain.add_argument("page", help="a removed rowid or URL")
     stats = sub.add_parser("stats", help="the runs recorded in DB")
     stats.add_argument("db")
+    report = sub.add_parser("report", help="a review page of what the runs removed, as one HTML file")
+    report.add_argument("db")
+    report.add_argument("-o", "--output", default="report.html", help="the file to write (default report.html)")
     args = parser.parse_args(argv)
     if not os.path.isfile(args.db):
         # sqlite3.connect would create an empty database there.
@@ -224,6 +227,11 @@ def main(argv=None):
                 print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})"
                       + (f"; ratio to it {why['final_ratio']:.4f}" if why["final_ratio"] is not None else "")
                       + (f" ({why['final_note']})" if why["final_note"] else ""))
+        elif args.command == "report":
+            from sqlite_dedup.review import review_html
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(review_html(conn, title=f"sqlite-dedup review: {os.path.basename(args.db)}"))
+            print(f"wrote {args.output}")
         elif args.command == "stats":
             runs = sqlite_dedup.stats(conn)
             if not runs:

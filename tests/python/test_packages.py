@@ -279,6 +279,7 @@ def test_the_datasette_plugin(tmp_path, dist):
     bin_ = plugin_venv(tmp_path, dist, "datasette-sqlite-dedup", "datasette")
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
+    P.connect(db).execute("SELECT dedup_run()").fetchone()  # a run for the review page to show
     code = f"""
 import asyncio, json
 from datasette.app import Datasette
@@ -289,6 +290,10 @@ async def main():
     r = await ds.client.get("/demo.json?sql=select+dedup_run()&_shape=array")
     print(r.status_code)
     print(json.dumps(r.json()))
+    r = await ds.client.get("/-/dedup-review/demo")
+    print(r.status_code, r.text.count('<tr class="item"'), "No run is recorded" in r.text)
+    r = await ds.client.get("/-/dedup-review/nosuch")
+    print(r.status_code)
 asyncio.run(main())
 """
     out = subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True, check=True)
@@ -299,6 +304,9 @@ asyncio.run(main())
     assert lines[1] == "400"
     error = json.dumps(json.loads(lines[2]))
     assert "dedup_run: the database is readonly" in error and "sqlite-dedup run DB" in error, error
+    # The review page: every removed row of the run (test_review.py drives it in a browser).
+    assert lines[3] == "200 355 False", lines[3]
+    assert lines[4] == "404"
 
 
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):

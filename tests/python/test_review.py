@@ -1,0 +1,109 @@
+"""The review page (sqlite_dedup.review; `sqlite-dedup report`, the Datasette
+plugin's /-/dedup-review/DB): in a real browser, Debian's Chromium headless
+driven by Selenium, on the demo crawl after a run: the page loads with every
+removed row, a filter narrows the list to what the archive holds for it,
+and a diff highlights words that are in one text and not the other. The
+screenshot is kept in target/test-artifacts/."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import pipeline as P
+from test_cli import cli
+
+ARTIFACTS = os.path.join(P.ROOT, "target", "test-artifacts")
+
+
+def browser():
+    """A headless Chromium under Selenium, or a skip (a failure in CI)."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        missing = "selenium (pip install selenium)"
+    else:
+        driver = shutil.which("chromedriver")
+        chromium = shutil.which("chromium")
+        if driver and chromium:
+            options = webdriver.ChromeOptions()
+            options.binary_location = chromium
+            for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1400"):
+                options.add_argument(arg)
+            return webdriver.Chrome(service=Service(driver), options=options)
+        missing = "chromium and chromium-driver (apt-get install chromium chromium-driver)"
+    if os.environ.get("CI"):
+        pytest.fail(f"CI installs {missing}")
+    pytest.skip(f"needs {missing}")
+
+
+@pytest.fixture
+def report(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    page = str(tmp_path / "report.html")
+    out = cli(tmp_path, "report", db, "-o", page)
+    assert out.returncode == 0 and os.path.exists(page), out.stderr
+    return db, page
+
+
+def test_the_review_page_in_a_real_browser(report):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    db, page = report
+    conn = P.connect(db)
+    removed = conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0]
+    phase4 = conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0]
+    drv = browser()
+    try:
+        drv.get("file://" + page)
+        rows = drv.find_elements(By.CSS_SELECTOR, "tr.item")
+        assert len(rows) == removed == 355
+        assert drv.find_element(By.ID, "shown").text == str(removed)
+        Select(drv.find_element(By.ID, "phase")).select_by_value("4")
+        visible = [r for r in rows if r.is_displayed()]
+        assert len(visible) == phase4 == 48
+        assert drv.find_element(By.ID, "shown").text == "48"
+        # The first phase-4 row's diff: each highlighted word is in one text only.
+        rowid = int(visible[0].find_element(By.CSS_SELECTOR, "small").text.split()[1].rstrip(";"))
+        removed_text, kept_text = conn.execute(
+            "SELECT d.parsed, p.parsed FROM dedup_why AS w JOIN dedup_removed AS d ON d.dedup_rowid = w.rowid "
+            "JOIN pages AS p ON p.rowid = w.final_survivor WHERE w.rowid = ?", (rowid,)).fetchone()
+        deleted = [e.text for e in visible[0].find_elements(By.CSS_SELECTOR, "del")]
+        inserted = [e.text for e in visible[0].find_elements(By.CSS_SELECTOR, "ins")]
+        assert deleted or inserted
+        for words in deleted:
+            assert words in " ".join(removed_text.split())
+        for words in inserted:
+            assert words in " ".join(kept_text.split())
+        # Free text narrows further; the domain filter too.
+        drv.find_element(By.ID, "text").send_keys("rust-lang")
+        assert 0 < sum(r.is_displayed() for r in rows) < 48
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        drv.save_screenshot(os.path.join(ARTIFACTS, "review.png"))
+    finally:
+        drv.quit()
+    assert os.path.getsize(os.path.join(ARTIFACTS, "review.png")) > 10000
+
+
+def test_the_review_page_without_runs_says_what_to_do(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    out = cli(tmp_path, "report", db, "-o", str(tmp_path / "r.html"))
+    assert out.returncode == 0
+    assert "No run is recorded in this database" in open(tmp_path / "r.html").read()
+
+
+def test_the_filters_in_the_address_apply_on_load(report):
+    """#phase=4 in the address: the page opens filtered (a link to share)."""
+    _, page = report
+    chromium = shutil.which("chromium")
+    if not chromium:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs chromium")
+        pytest.skip("needs chromium (apt-get install chromium)")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          f"file://{page}#phase=4"], capture_output=True, text=True, timeout=120).stdout
+    assert '<span id="shown">48</span>' in dom
