@@ -20,7 +20,9 @@ async def review(datasette, request):
         db = datasette.get_database(name)
     except KeyError:
         return Response.html(f"no database {name!r}", status=404)
-    page = await db.execute_fn(lambda conn: review_html(conn, title=f"sqlite-dedup review: {name}"))
+    link = lambda rowid: datasette.urls.table(name, "dedup_why") + f"?rowid={rowid}"
+    page = await db.execute_fn(lambda conn: review_html(conn, title=f"sqlite-dedup review: {name}",
+                                                        explain_url=link))
     return Response.html(page)
 
 

@@ -58,8 +58,10 @@ def _bars(counts, label):
             f'height="{len(counts) * 18 + 4}">{"".join(rows)}</svg></figure>')
 
 
-def review_html(conn, title="sqlite-dedup review"):
-    """The review page of the runs recorded in `conn`'s database."""
+def review_html(conn, title="sqlite-dedup review", explain_url=None):
+    """The review page of the runs recorded in `conn`'s database.
+    `explain_url(rowid)`, when given (the Datasette plugin), links each
+    removed page to its explanation (its row of dedup_why)."""
     has = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'dedup_%'")}
     if "dedup_runs" not in has:
         return (f"<!doctype html><meta charset=utf-8><title>{_esc(title)}</title>"
@@ -111,7 +113,9 @@ def review_html(conn, title="sqlite-dedup review"):
             f'<tr class="item" data-run="{run}" data-phase="{phase}" data-domain="{_esc(domain)}">'
             f'<td>{run}</td><td>{phase}</td><td>{_esc(domain)}</td>'
             f'<td><a href="{_esc(url)}">{_esc(url)}</a><br><small>rowid {rowid}; '
-            f'<code>sqlite-dedup explain DB {rowid}</code></small></td>'
+            + (f'<a class="explain" href="{_esc(explain_url(rowid))}">explain</a>' if explain_url
+               else f'<code>sqlite-dedup explain DB {rowid}</code>')
+            + '</small></td>'
             f'<td>{_esc(reason)}<br><small>{_esc("; ".join(figures))}</small></td>'
             f'<td>{"" if final is None else f"rowid {final}<br>" + _esc(final_url)}</td>'
             f'<td>{diff}</td></tr>')

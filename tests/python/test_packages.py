@@ -292,6 +292,9 @@ async def main():
     print(json.dumps(r.json()))
     r = await ds.client.get("/-/dedup-review/demo")
     print(r.status_code, r.text.count('<tr class="item"'), "No run is recorded" in r.text)
+    link = r.text.split('class="explain" href="')[1].split('"')[0].replace("&amp;", "&")
+    e = await ds.client.get(link.replace("?", ".json?") + "&_shape=array")
+    print(e.status_code, json.dumps(e.json()[0]["reason"]))
     r = await ds.client.get("/-/dedup-review/nosuch")
     print(r.status_code)
 asyncio.run(main())
@@ -306,7 +309,9 @@ asyncio.run(main())
     assert "dedup_run: the database is readonly" in error and "sqlite-dedup run DB" in error, error
     # The review page: every removed row of the run (test_review.py drives it in a browser).
     assert lines[3] == "200 355 False", lines[3]
-    assert lines[4] == "404"
+    # Each removed page links to its row of dedup_why.
+    assert lines[4] == '200 "ignored: /user/"', lines[4]  # the page's first row: rowid 2, phase 1
+    assert lines[5] == "404"
 
 
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
