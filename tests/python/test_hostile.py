@@ -15,11 +15,9 @@ import pipeline as P
 PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
 
 
-def host(code, timeout=60, env=None, limit_mb=None, headroom_mb=None):
+def host(code, timeout=60, env=None, limit_mb=None):
     """Runs `code` with `conn` (extension loaded); returns (returncode,
-    stdout, stderr). `limit_mb` caps the process's address space;
-    `headroom_mb` caps it that far above what the interpreter has mapped at
-    its start (which depends on what its site-packages import at startup)."""
+    stdout, stderr). `limit_mb` caps the process's address space."""
     prelude = textwrap.dedent(f"""
         import json, os, random, resource, sqlite3, sys, threading, time
         conn = sqlite3.connect(":memory:")
@@ -41,10 +39,6 @@ def host(code, timeout=60, env=None, limit_mb=None, headroom_mb=None):
     limit = ""
     if limit_mb:
         limit = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit_mb << 20}, {limit_mb << 20}))\n"
-    if headroom_mb:
-        limit = ("import resource\n"
-                 "vm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize:')) << 10\n"
-                 f"resource.setrlimit(resource.RLIMIT_AS, (vm + {headroom_mb << 20}, vm + {headroom_mb << 20}))\n")
     proc = subprocess.run([PYTHON, "-c", limit + script], capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, **(env or {})))
     return proc.returncode, proc.stdout, proc.stderr
