@@ -7,8 +7,9 @@
 -- compared, never removed. canonical_url is NULL for a row that leaves the
 -- pipeline here (discard_reason says why). Rows without parsed text but
 -- with content get parsed/content_hash/length computed (fill_parsed is set;
--- content that is HTML gives its visible text, html_text, but under
--- compat = 'reference', which compares the markup);
+-- content that is HTML gives its visible text, html_text, or with
+-- boilerplate = 'strip' main_text (without nav, header, footer, aside), but
+-- under compat = 'reference', which compares the markup);
 -- has_text notes whether the text phase 4 compares is empty, while the text
 -- is at hand (phase 4 then need not read it to know);
 -- nothing is written to the user's tables before the runner applies the plan.
@@ -53,7 +54,8 @@ src AS (
               THEN normalize_text(coalesce(title, '') || char(10, 10) ||
                    CASE WHEN r.compat <> 'reference' AND ltrim(substr(content, 1, 64)) LIKE '<%'
                              AND (instr(content, '</') > 0 OR ltrim(substr(content, 1, 64)) LIKE '<!doctype%')
-                        THEN html_text(content) ELSE content END) END AS fill,
+                        THEN CASE WHEN r.boilerplate = 'strip' THEN main_text(content) ELSE html_text(content) END
+                        ELSE content END) END AS fill,
          CASE WHEN problem IS NULL AND r.url_rules > 0
               THEN coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
               ELSE '' END AS learned,

@@ -59,6 +59,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "lev_ratio",
             "lsh_params",
             "lsh_probability",
+            "main_text",
             "minhash",
             "minhash_jaccard",
             "near_dups_stats",

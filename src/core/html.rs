@@ -3,7 +3,8 @@
 //! browser reads them): markup, attributes, comments, `<head>`, scripts,
 //! styles and templates are left out; block elements end lines, so the
 //! text keeps the page's paragraphs as lines (which `segments` and the
-//! `boilerplate` setting work on).
+//! `boilerplate` setting work on). [`main_text`] also leaves out the page's
+//! chrome by structure: `nav`, `header`, `footer` and `aside` elements.
 
 use std::cell::{Cell, RefCell};
 
@@ -19,6 +20,10 @@ use html5ever::tokenizer::{
 const HIDDEN: [&str; 7] = [
     "head", "script", "style", "template", "noscript", "svg", "math",
 ];
+
+/// Elements that hold a page's chrome rather than its content, left out by
+/// [`main_text`].
+const CHROME: [&str; 4] = ["nav", "header", "footer", "aside"];
 
 /// Elements that start and end a line of text.
 const BLOCKS: [&str; 44] = [
@@ -76,6 +81,8 @@ struct Collector {
     hidden: Cell<usize>,
     /// Whether a space is owed before the next word on this line.
     space: Cell<bool>,
+    /// Whether the chrome elements are hidden too ([`main_text`]).
+    main: bool,
 }
 
 impl Collector {
@@ -116,7 +123,7 @@ impl TokenSink for Collector {
             Token::CharacterTokens(t) => self.text(&t),
             Token::TagToken(tag) => {
                 let name: &str = &tag.name;
-                let hidden = HIDDEN.contains(&name);
+                let hidden = HIDDEN.contains(&name) || (self.main && CHROME.contains(&name));
                 match tag.kind {
                     TagKind::StartTag => {
                         if hidden && !tag.self_closing {
@@ -176,7 +183,34 @@ const PIECE: usize = 1 << 18;
 
 /// [`html_text`] that asks `stop` between pieces of 256 KiB.
 pub fn html_text_or_halt(html: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
-    let tokenizer = Tokenizer::new(Collector::default(), TokenizerOpts::default());
+    text_or_halt(html, false, stop)
+}
+
+/// The visible text of `html` without its chrome by structure: the content
+/// of `nav`, `header`, `footer` and `aside` elements is left out too (menus,
+/// banners, "customers also viewed" boxes), as in [`html_text`] otherwise.
+///
+/// ```
+/// use dedup::core::html::main_text;
+/// let page = "<body><header>Shop</header><nav>Home | Cart</nav><main><h1>Boots</h1>\
+///             <p>Warm boots.</p><aside>Also viewed: Hats</aside></main><footer>(c) Shop</footer></body>";
+/// assert_eq!(main_text(page), "Boots\nWarm boots.");
+/// ```
+pub fn main_text(html: &str) -> String {
+    text_or_halt(html, true, &never).unwrap_or_default()
+}
+
+/// [`main_text`] that asks `stop` between pieces of 256 KiB.
+pub fn main_text_or_halt(html: &str, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    text_or_halt(html, true, stop)
+}
+
+fn text_or_halt(html: &str, main: bool, stop: &dyn Fn() -> bool) -> Result<String, Halt> {
+    let sink = Collector {
+        main,
+        ..Collector::default()
+    };
+    let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
     let input = BufferQueue::default();
     let mut rest = html;
     while !rest.is_empty() {

@@ -251,6 +251,17 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         ))
     })?;
 
+    db.create_scalar_function("main_text", -1, PURE, |ctx| {
+        check_arity(ctx, "main_text", 1, 1)?;
+        let t = text_arg(ctx, 0, "main_text", "html")?;
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        Ok(text_result(
+            t.map(|t| crate::core::html::main_text_or_halt(t, &stop))
+                .transpose()?,
+        ))
+    })?;
+
     db.create_scalar_function("content_hash", -1, PURE, |ctx| {
         check_arity(ctx, "content_hash", 1, 1)?;
         let t = text_arg(ctx, 0, "content_hash", "text")?;

@@ -9,11 +9,14 @@ only.
   a replay can tell whether a URL brought new content.
 - `chrome_site`: short, distinct pages that share a large header and footer,
   plus true near-copies of some of them (a few words changed).
+- `shop_with_changing_boxes`: HTML product pages, each with a mirror copy
+  whose header, menu, "customers also viewed" box and footer differ.
 - `product_site`: a shop whose product pages (`/product?id=N`) are about 15
   words of their own inside about 580 words of chrome; some products are
   also reached under a `&sort=` variant with the same page.
 """
 import random
+import sqlite3
 
 from crawl import SYLLABLES, article, near_copy, words
 
@@ -136,3 +139,33 @@ def product_site(n=700, seed=3, sort_share=0.1, domain="https://shop.example.net
             rows.append((url + "&sort=price", title, content, _stamp(t), f"p{i}"))
             t += 60
     return rows
+
+
+def shop_with_changing_boxes(path, products=20, seed=5):
+    """A database at `path` of HTML product pages, each also copied to a
+    mirror whose header, menu, "customers also viewed" box and footer
+    differ from the original's (they change with every fetch): the chrome
+    differs per page, so repeated lines cannot catch it, but its structure
+    (header, nav, aside, footer) can. Returns `path`."""
+    rng = random.Random(seed)
+
+    def text(r, n):
+        return " ".join(words(r, n))
+
+    def page(i, own):
+        r = random.Random(rng.random())
+        box = "".join(f"<li>{text(r, 12)}</li>" for _ in range(8))
+        return (f"<html><body><header><p>{text(r, 30)}</p></header><nav>{text(r, 20)}</nav>"
+                f"<main><h1>Product {i}</h1><p>{own}</p></main><aside><h2>Customers also viewed</h2>"
+                f"<ul>{box}</ul></aside><footer>{text(r, 20)}</footer></body></html>")
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE pages (url TEXT, title TEXT, content TEXT, crawled TEXT)")
+    for i in range(products):
+        own = text(random.Random(10_000 + i), 60)
+        conn.execute("INSERT INTO pages VALUES (?, ?, ?, '2026-01-01')",
+                     (f"https://shop.example.com/p/{i}", f"Product {i}", page(i, own)))
+        conn.execute("INSERT INTO pages VALUES (?, ?, ?, '2026-01-02')",
+                     (f"https://mirror.example.net/p/{i}", f"Product {i}", page(i, own)))
+    conn.commit()
+    conn.close()
+    return path

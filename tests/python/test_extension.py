@@ -11,7 +11,7 @@ FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_debug", "ded
              "dedup_learn_url_rules", "dedup_plan", "dedup_progress", "dedup_require", "dedup_restore", "dedup_row_hash",
              "dedup_run",
              "dedup_version", "dupe_probability", "hamming_distance", "html_text", "lev_ratio", "lsh_params", "lsh_probability",
-             "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
+             "main_text", "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
              "strip_segments", "url_discard_reason", "url_domain", "url_rule_params", "url_wayback"]
 
 

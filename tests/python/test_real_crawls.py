@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 import pipeline as P
+from sites import shop_with_changing_boxes
 
 TUTORIAL = "https://free-tutorials.example.com/read"
 
@@ -219,3 +220,20 @@ def test_html_is_compared_as_markup_under_compat_reference(tmp_path):
     conn = P.connect(db)
     report = conn.execute("SELECT dedup_run('{\"compat\": \"reference\"}')").fetchone()[0]
     assert report.splitlines()[0] == "run 1: 4 rows -> 4 rows", report
+
+
+def test_chrome_that_changes_per_page_is_left_out_by_structure_when_stripping(tmp_path):
+    """With boilerplate = 'strip', HTML content is read by main_text: each
+    product and its mirror copy (same product text, other header, menu,
+    box and footer) are one page; read whole (the default), the changing
+    chrome keeps them apart."""
+    keep = P.connect(shop_with_changing_boxes(str(tmp_path / "keep.db")))
+    keep.execute("SELECT dedup_run()").fetchone()
+    assert keep.execute("SELECT count(*) FROM pages").fetchone()[0] == 40
+    strip = P.connect(shop_with_changing_boxes(str(tmp_path / "strip.db")))
+    strip.execute("""SELECT dedup_run('{"boilerplate": "strip"}')""").fetchone()
+    assert strip.execute("SELECT count(*) FROM pages").fetchone()[0] == 20
+    # Exact copies once the chrome is out: phase 3, the newer mirror kept.
+    assert strip.execute("SELECT DISTINCT dedup_phase FROM dedup_removed").fetchall() == [(3,)]
+    assert {u.split("/")[2] for (u,) in strip.execute("SELECT url FROM pages")} == {"mirror.example.net"}
+    assert strip.execute("SELECT main_text(content) FROM pages LIMIT 1").fetchone()[0].startswith("Product ")
