@@ -50,7 +50,6 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_progress",
             "dedup_require",
             "dedup_restore",
-            "dedup_row_hash",
             "dedup_run",
             "dedup_version",
             "dupe_probability",

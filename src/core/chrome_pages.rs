@@ -16,7 +16,7 @@
 //! assert!(seen.is_chrome());
 //! ```
 
-use super::segments::segments;
+use super::segments::strip;
 
 /// Distinct page keys after which a segment is chrome.
 pub const CHROME_PAGES: usize = 3;
@@ -67,19 +67,7 @@ impl SeenOn {
 /// them), or `None` when none is chrome or every one is (a page that is all
 /// chrome, such as a soft 404, is compared whole).
 pub fn without_chrome(text: &str, is_chrome: impl Fn(i64) -> bool) -> Option<String> {
-    let mut kept = String::with_capacity(text.len());
-    let mut removed = false;
-    for s in segments(text) {
-        if is_chrome(s.hash) {
-            removed = true;
-            continue;
-        }
-        if !kept.is_empty() {
-            kept.push('\n');
-        }
-        kept.push_str(s.text);
-    }
-    (removed && !kept.is_empty()).then_some(kept)
+    strip(text, is_chrome).filter(|kept| !kept.is_empty())
 }
 
 #[cfg(test)]

@@ -240,27 +240,21 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         ))
     })?;
 
-    db.create_scalar_function("html_text", -1, PURE, |ctx| {
-        check_arity(ctx, "html_text", 1, 1)?;
-        let t = text_arg(ctx, 0, "html_text", "html")?;
-        let poll = interrupt_poll(ctx)?;
-        let stop = || poll.borrow_mut().interrupted();
-        Ok(text_result(
-            t.map(|t| crate::core::html::html_text_or_halt(t, &stop))
-                .transpose()?,
-        ))
-    })?;
-
-    db.create_scalar_function("main_text", -1, PURE, |ctx| {
-        check_arity(ctx, "main_text", 1, 1)?;
-        let t = text_arg(ctx, 0, "main_text", "html")?;
-        let poll = interrupt_poll(ctx)?;
-        let stop = || poll.borrow_mut().interrupted();
-        Ok(text_result(
-            t.map(|t| crate::core::html::main_text_or_halt(t, &stop))
-                .transpose()?,
-        ))
-    })?;
+    type HtmlReader =
+        fn(&str, &dyn Fn() -> bool) -> std::result::Result<String, crate::core::halt::Halt>;
+    let readers: [(&str, HtmlReader); 2] = [
+        ("html_text", crate::core::html::html_text_or_halt),
+        ("main_text", crate::core::html::main_text_or_halt),
+    ];
+    for (name, read) in readers {
+        db.create_scalar_function(name, -1, PURE, move |ctx| {
+            check_arity(ctx, name, 1, 1)?;
+            let t = text_arg(ctx, 0, name, "html")?;
+            let poll = interrupt_poll(ctx)?;
+            let stop = || poll.borrow_mut().interrupted();
+            Ok(text_result(t.map(|t| read(t, &stop)).transpose()?))
+        })?;
+    }
 
     db.create_scalar_function("content_hash", -1, PURE, |ctx| {
         check_arity(ctx, "content_hash", 1, 1)?;

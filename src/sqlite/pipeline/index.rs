@@ -25,7 +25,7 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::schema::{quote_ident, Source};
+use super::schema::Source;
 use super::settings::Settings;
 use super::DedupError;
 use crate::core::hash::Fingerprint;
@@ -61,14 +61,10 @@ pub fn register(db: &Connection) -> rusqlite::Result<()> {
     })
 }
 
-/// `dedup_fingerprint(every column)` of the table's row `alias`.
-fn fingerprint_of(source: &Source, alias: &str) -> String {
-    let cols: Vec<String> = source
-        .columns
-        .iter()
-        .map(|c| format!("{alias}.{}", quote_ident(&c.name)))
-        .collect();
-    format!("{FINGERPRINT}({})", cols.join(", "))
+/// `dedup_fingerprint(every column)` of the table's row `alias` (also what
+/// a plan's snapshot keeps, [`super::snapshot`]).
+pub fn fingerprint_of(source: &Source, alias: &str) -> String {
+    format!("{FINGERPRINT}({})", source.every_column(alias))
 }
 
 /// The settings as the index compares them: the JSON without `full`.

@@ -104,7 +104,6 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
 /// `dedup_invalid_text` and `dedup_progress`.
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
-    snapshot::register(db)?;
     index::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;

@@ -267,6 +267,16 @@ impl Source {
             .any(|c| c.name.eq_ignore_ascii_case(name))
     }
 
+    /// Every column of the table's row `alias`, quoted, comma-separated
+    /// (the arguments of a hash of the whole row).
+    pub fn every_column(&self, alias: &str) -> String {
+        self.columns
+            .iter()
+            .map(|c| format!("{alias}.{}", quote_ident(&c.name)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `main."table"`.
     pub fn qualified(&self) -> String {
         format!("main.{}", quote_ident(&self.table))
