@@ -1,7 +1,11 @@
 -- Phases 0 and 1: prepare missing text fields and canonicalize every URL.
--- Reads temp._dedup_source (the pages table with rid = rowid and every
--- optional column, NULL where the table lacks it) and temp._dedup_run (the
--- checked settings), both written by the runner (dedup_run / dedup_plan).
+-- Reads temp._dedup_todo (the rows of temp._dedup_source to prepare: every
+-- row, or in an incremental run the new and changed ones; _dedup_source is
+-- the pages table with rid = rowid and every optional column, NULL where
+-- the table lacks it) and temp._dedup_run (the checked settings), all
+-- written by the runner (dedup_run / dedup_plan). The statement between
+-- the @rows markers is also what the incremental index runs on rows a run
+-- rewrote (src/sqlite/pipeline/index.rs).
 -- _dedup_prepared holds one row per source row. A row whose url, content or
 -- parsed is a BLOB or invalid UTF-8 is skipped (skip_reason says why): never
 -- compared, never removed. canonical_url is NULL for a row that leaves the
@@ -40,13 +44,15 @@ CREATE TEMP TABLE _dedup_prepared (
   has_text       INTEGER, -- parsed (or fill_parsed) is not empty: phase 4 compares only these
   strict_url     TEXT,
   https          INTEGER,
-  prefer_rank    INTEGER
+  prefer_rank    INTEGER,
+  rewrite_url    TEXT     -- set by phase 6 for pages kept apart: their strict URL
 );
+-- @rows
 -- (LIMIT -1 keeps the subquery a co-routine: each function runs once a row.)
 WITH checked AS (
   SELECT rid, url, title, content, parsed, content_hash, length, datetime, crawled, category,
          dedup_invalid_text(url, content, parsed) AS problem
-  FROM _dedup_source LIMIT -1
+  FROM _dedup_todo LIMIT -1
 ),
 src AS (
   SELECT rid, url, parsed, content_hash, length, datetime, crawled, category, problem,
@@ -88,6 +94,8 @@ SELECT s.rid,
        coalesce(s.fill, s.parsed, '') <> '',
        CASE WHEN s.problem IS NULL AND s.strict_opts IS NOT NULL THEN canonical_url(s.url, s.strict_opts) END,
        s.compat <> 'reference' AND s.problem IS NULL AND s.url LIKE 'https://%',
-       coalesce((SELECT f.prefer_rank FROM _dedup_prefer AS f WHERE f.rid = s.rid), 0)
+       coalesce((SELECT f.prefer_rank FROM _dedup_prefer AS f WHERE f.rid = s.rid), 0),
+       NULL
 FROM opted AS s;
+-- @rows
 CREATE INDEX temp._dedup_prepared_url ON _dedup_prepared (canonical_url);

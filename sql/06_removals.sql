@@ -76,7 +76,7 @@ FROM _dedup_apart AS a
 JOIN (SELECT canonical_url, count(*) AS pages,
              group_concat(DISTINCT nullif(dedup_extra_params(strict_url, canonical_url), '')) AS params
       FROM _dedup_apart GROUP BY canonical_url) AS g ON g.canonical_url = a.canonical_url;
-UPDATE _dedup_prepared SET canonical_url = strict_url
+UPDATE _dedup_prepared SET rewrite_url = strict_url
 WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);
 DROP TABLE temp._dedup_apart;
 

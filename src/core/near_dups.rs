@@ -37,6 +37,10 @@ pub struct ScanRow {
     /// placeholder: a row removed earlier that still occupies its position
     /// in the window but is never compared nor elected.
     pub text: Option<String>,
+    /// `Some(s)`: a row known to be near no other row of the same `s` within
+    /// the window (an incremental run's rows that the last run compared
+    /// already); such a pair is not compared. `None`: compared with all.
+    pub settled: Option<i64>,
 }
 
 /// A row the scan removes.
@@ -71,17 +75,22 @@ pub struct ScanStats {
     /// Pairs too long to decide within the bound on one pair's work
     /// ([`crate::core::lcs::LARGE_PAIR`]), kept apart.
     pub too_long: u64,
+    /// Pairs of settled rows ([`ScanRow::settled`]), known apart.
+    pub settled: u64,
 }
 
 impl ScanStats {
     /// The counters as a JSON object.
     pub fn to_json(&self) -> String {
         // `too_long` only when some pair was: most runs have none.
-        let too_long = if self.too_long > 0 {
+        let mut too_long = if self.too_long > 0 {
             format!(",\"too_long\":{}", self.too_long)
         } else {
             String::new()
         };
+        if self.settled > 0 {
+            too_long += &format!(",\"settled\":{}", self.settled);
+        }
         format!(
             "{{\"rows\":{},\"pairs\":{},\"rejected_by_length\":{},\"rejected_by_histogram\":{},\"levenshtein\":{},\"matches\":{}{too_long}}}",
             self.rows, self.pairs, self.rejected_by_length, self.rejected_by_histogram, self.levenshtein, self.matches
@@ -95,13 +104,15 @@ impl ScanStats {
 pub(super) struct Profile {
     len: usize,
     histogram: CharHistogram,
+    settled: Option<i64>,
 }
 
 impl Profile {
-    fn new(text: &Text) -> Self {
+    fn new(text: &Text, settled: Option<i64>) -> Self {
         Profile {
             len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
             histogram: CharHistogram::new(&text.text),
+            settled,
         }
     }
 }
@@ -166,7 +177,7 @@ impl Prepared {
             id: row.id,
             rank: row.rank,
             position,
-            profile: Profile::new(&text),
+            profile: Profile::new(&text, row.settled),
             text,
             alive: AtomicBool::new(alive),
         })
@@ -557,7 +568,7 @@ fn read_profile<E: From<Halt>>(
         known[k] = match text(k)? {
             Some(t) => {
                 let t = Text::new(t)?;
-                let profile = Profile::new(&t);
+                let profile = Profile::new(&t, None);
                 texts.insert(k, t);
                 Known::Live(Box::new(profile))
             }
@@ -578,6 +589,7 @@ fn within_bounds(
 ) -> Option<(usize, usize)> {
     stats.pairs += 1;
     match bounds(a, b, threshold) {
+        Bounds::Settled => stats.settled += 1,
         Bounds::Length => stats.rejected_by_length += 1,
         Bounds::Histogram => stats.rejected_by_histogram += 1,
         Bounds::Pass { total, max } => return Some((total, max)),
@@ -587,6 +599,8 @@ fn within_bounds(
 
 /// What the exact bounds say of a pair.
 pub(super) enum Bounds {
+    /// Both rows are settled in one group ([`ScanRow::settled`]).
+    Settled,
     /// The lengths alone put the ratio at or below the threshold.
     Length,
     /// The character histograms do.
@@ -598,6 +612,9 @@ pub(super) enum Bounds {
 
 /// The exact bounds (length, then histogram) on a pair.
 pub(super) fn bounds(a: &Profile, b: &Profile, threshold: f64) -> Bounds {
+    if a.settled.is_some() && a.settled == b.settled {
+        return Bounds::Settled;
+    }
     let total = a.len + b.len;
     let Some(max) = max_distance_where(total, |r| r > threshold) else {
         return Bounds::Length;
@@ -727,6 +744,7 @@ mod tests {
                     id: i as i64 + 1,
                     rank: *rank,
                     text: Some(t.to_string()),
+                    settled: None,
                 })
             })
             .collect()
@@ -824,6 +842,7 @@ mod tests {
                 id,
                 rank: id,
                 text: text.map(String::from),
+                settled: None,
             })
         };
         let source = vec![
@@ -839,12 +858,44 @@ mod tests {
     }
 
     #[test]
+    fn settled_rows_of_one_group_are_not_compared_with_each_other() {
+        let row = |id, settled| {
+            Ok::<_, Halt>(ScanRow {
+                id,
+                rank: id,
+                text: Some("same text".into()),
+                settled,
+            })
+        };
+        let ids = |source: Vec<Result<ScanRow, Halt>>| {
+            let (removed, stats) = scan_sequential(source, 0.9, 3, &mut || false).unwrap();
+            (removed.iter().map(|r| r.id).collect::<Vec<_>>(), stats)
+        };
+        // Two rows settled together: known apart, never compared.
+        let (removed, stats) = ids(vec![row(1, Some(0)), row(2, Some(0))]);
+        assert!(removed.is_empty());
+        assert_eq!((stats.pairs, stats.settled, stats.levenshtein), (1, 1, 0));
+        // Settled in different groups, or one not settled: compared.
+        assert_eq!(ids(vec![row(1, Some(0)), row(2, Some(1))]).0, vec![2]);
+        assert_eq!(ids(vec![row(1, Some(0)), row(2, None)]).0, vec![2]);
+        assert_eq!(ids(vec![row(1, None), row(2, None)]).0, vec![2]);
+        // Row 1 meets row 2 (not settled), never row 3 (settled with it);
+        // row 2, removed, pulls in nothing.
+        let (removed, _) = ids(vec![row(1, Some(0)), row(2, None), row(3, Some(0))]);
+        assert_eq!(removed, vec![2]);
+        // Row 2 first: it meets both, and row 1 (best rank) survives.
+        let (removed, _) = ids(vec![row(2, None), row(1, Some(0)), row(3, Some(0))]);
+        assert_eq!(removed, vec![2, 3]);
+    }
+
+    #[test]
     fn errors_from_the_source_stop_the_scan() {
         let source = vec![
             Ok(ScanRow {
                 id: 1,
                 rank: 0,
                 text: Some("a".into()),
+                settled: None,
             }),
             Err(Halt::Stopped),
         ];

@@ -68,6 +68,8 @@ const READ_AHEAD_BYTES: usize = 32 << 20;
 enum Verdict {
     /// A row was a placeholder or already removed: not compared.
     Skipped,
+    /// Both rows settled in one group: known apart.
+    Settled,
     /// Rejected by the lengths.
     Length,
     /// Rejected by the character histograms.
@@ -403,6 +405,7 @@ fn bound(w: &[Prepared], a: usize, distance: usize, threshold: f64, out: &mut Ve
             return Verdict::Skipped;
         }
         match bounds(&anchor.profile, &other.profile, threshold) {
+            Bounds::Settled => Verdict::Settled,
             Bounds::Length => Verdict::Length,
             Bounds::Histogram => Verdict::Histogram,
             Bounds::Pass { total, max } => Verdict::Pass { total, max },
@@ -527,6 +530,7 @@ fn elect_anchor(
             Verdict::Skipped | Verdict::Pass { .. } => {
                 unreachable!("a pair of live rows was bounded, and compared if it passed")
             }
+            Verdict::Settled => stats.settled += 1,
             Verdict::Length => stats.rejected_by_length += 1,
             Verdict::Histogram => stats.rejected_by_histogram += 1,
             Verdict::Far => stats.levenshtein += 1,
@@ -554,7 +558,9 @@ mod tests {
     use crate::core::window_scan::scan_on;
     use proptest::prelude::*;
 
-    fn rows(texts: &[(Option<String>, i64)]) -> Vec<Result<ScanRow, Halt>> {
+    /// The rows of `texts`; with `settle`, every row but each third one
+    /// settled, in groups of four.
+    fn rows(texts: &[(Option<String>, i64)], settle: bool) -> Vec<Result<ScanRow, Halt>> {
         texts
             .iter()
             .enumerate()
@@ -563,6 +569,7 @@ mod tests {
                     id: i as i64 + 1,
                     rank: *rank,
                     text: text.clone(),
+                    settled: (settle && i % 3 != 0).then_some(i as i64 / 4),
                 })
             })
             .collect()
@@ -586,14 +593,15 @@ mod tests {
             speculate_rows in 1usize..6,
             share_work in prop_oneof![Just(0), Just(usize::MAX)],
             threads in 1usize..3,
+            settle in any::<bool>(),
         ) {
             // Small chunks and speculation jobs: the jobs guess wrong often
             // (an earlier job's or the pending chunk's removals unknown);
             // every anchor's pairs shared, or none.
             let pool = build(Some(threads), false).unwrap();
-            let expected = scan_on(None, rows(&texts), threshold, distance, &mut || false).unwrap();
+            let expected = scan_on(None, rows(&texts, settle), threshold, distance, &mut || false).unwrap();
             let sizes = (max_anchors, speculate_rows, share_work);
-            let got = scan_in_chunks(&pool, rows(&texts), threshold, distance, sizes, &mut || false)
+            let got = scan_in_chunks(&pool, rows(&texts, settle), threshold, distance, sizes, &mut || false)
                 .unwrap();
             prop_assert_eq!(&got.0, &expected.0);
             prop_assert_eq!(got.1, expected.1);
@@ -613,7 +621,7 @@ mod tests {
             .collect();
         let pool = build(Some(2), false).unwrap();
         let (removed, stats) =
-            scan_in_chunks(&pool, rows(&texts), 0.4, 4, (8, 1, 0), &mut || false).unwrap();
+            scan_in_chunks(&pool, rows(&texts, false), 0.4, 4, (8, 1, 0), &mut || false).unwrap();
         assert_eq!(
             removed,
             vec![Removal {
@@ -630,13 +638,14 @@ mod tests {
     #[test]
     fn an_error_from_the_source_or_a_poll_stops_the_scan() {
         let pool = build(Some(2), false).unwrap();
-        let mut source: Vec<Result<ScanRow, Halt>> = rows(&vec![(Some("abc".to_string()), 0); 600]);
+        let mut source: Vec<Result<ScanRow, Halt>> =
+            rows(&vec![(Some("abc".to_string()), 0); 600], false);
         source.push(Err(Halt::OutOfMemory));
         let r = scan(&pool, source, 0.5, 3, &mut || false);
         assert_eq!(r.unwrap_err(), Halt::OutOfMemory);
         let r = scan(
             &pool,
-            rows(&vec![(Some("abc".repeat(4000)), 0); 600]),
+            rows(&vec![(Some("abc".repeat(4000)), 0); 600], false),
             0.99,
             50,
             &mut || true,

@@ -18,7 +18,7 @@ use super::drop_rules::learned_params;
 use super::interrupt::{halt_error, InterruptPoll};
 use super::pipeline::atomic::{atomically, Lock};
 use super::pipeline::schema::{self, Source};
-use super::pipeline::{plan, settings, DedupError};
+use super::pipeline::{settings, DedupError};
 use super::scalars::{check_arity, text_arg, user_error};
 use super::url_chrome::ChromeMemory;
 use crate::core::hash::sha1_hex;
@@ -197,7 +197,11 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
     ensure_schema(db)?;
     let source = Source::inspect(db, table)?;
     schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
-    schema::ensure_temp_view(db, "_dedup_archive", &plan::archive_view_body(db, &source)?)?;
+    schema::ensure_temp_view(
+        db,
+        "_dedup_archive",
+        &schema::archive_view_body(db, &source, None)?,
+    )?;
     let state = read_state(db)?;
     let (from_rowid, from_archive) = watermarks(db, &source, &state)?;
     let opts = rule_options();

@@ -227,9 +227,21 @@ def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     shutil.copy(P.DEMO, db)
     conn = P.connect(db)
     report(conn, {})
+    # Row 470's URL has two `lang` parameters: its strict URL (by which
+    # phase 2 groups) keeps both, but the run rewrote it to its canonical
+    # URL, whose strict URL keeps one. The index marks such a row unsettled:
+    # the next run takes it as changed (counted apart, as checked again).
+    # Nothing else is looked at.
+    unsettled = [r for (r,) in conn.execute("SELECT rid FROM dedup_index WHERE fp = 0")]
+    assert unsettled == [470]
     second = report(conn, {})
-    assert (second["kind"], second["dirty"], second["gone"], second.get("removed")) == ("incremental", 0, 0, {})
-    assert json.loads(conn.execute("SELECT near_dups_stats()").fetchone()[0])["pairs"] == 0
+    assert (second["kind"], second["dirty"], second["gone"], second["recheck"], second.get("removed")) == \
+        ("incremental", 0, 0, 1, {})
+    assert json.loads(conn.execute("SELECT near_dups_stats()").fetchone()[0])["rows"] > 0
+    third = report(conn, {})
+    assert (third["kind"], third["dirty"], third["gone"], third["recheck"], third.get("removed")) == \
+        ("incremental", 0, 0, 0, {})
+    assert json.loads(conn.execute("SELECT near_dups_stats()").fetchone()[0])["rows"] == 0
 
 
 @pytest.mark.parametrize("change,why", [
@@ -255,11 +267,20 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "1 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
-    conn.execute("UPDATE dedup_index_state SET value = '1 0.1.0' WHERE key = 'version'")
+    assert version == "2 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    conn.execute("UPDATE dedup_index_state SET value = '2 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
     assert report(conn, {})["kind"] == "incremental"  # rebuilt
+    # The first format's table (fingerprints and places only) is replaced.
+    conn.executescript("""
+        DROP TABLE dedup_index;
+        CREATE TABLE dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT);
+        INSERT INTO dedup_index SELECT rowid, 0, url FROM pages;
+        UPDATE dedup_index_state SET value = '1 0.2.0' WHERE key = 'version';""")
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert report(conn, {})["kind"] == "incremental"
 
 
 def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):

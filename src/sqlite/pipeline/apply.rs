@@ -7,31 +7,9 @@ use rusqlite::{params, Connection, ErrorCode};
 
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
+use super::rewrites::REWRITES;
 use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
 use super::{fail, DedupError};
-
-/// The survivor columns a run may rewrite: (column, changed, new value),
-/// with `g` the table's row and `p` its row of `_dedup_prepared`.
-const REWRITES: [(&str, &str, &str); 6] = [
-    ("url", "g.{c} IS NOT p.canonical_url", "p.canonical_url"),
-    ("domain", "g.{c} IS NOT p.domain", "p.domain"),
-    (
-        "wayback",
-        "p.wayback IS NOT NULL AND g.{c} IS NOT p.wayback",
-        "p.wayback",
-    ),
-    ("parsed", "p.fill_parsed IS NOT NULL", "p.fill_parsed"),
-    (
-        "content_hash",
-        "g.{c} IS NULL AND p.content_hash IS NOT NULL",
-        "p.content_hash",
-    ),
-    (
-        "length",
-        "g.{c} IS NULL AND p.length IS NOT NULL",
-        "p.length",
-    ),
-];
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
@@ -173,12 +151,19 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          UNION ALL SELECT ?1, NULL, NULL, NULL",
         [plan.run],
     )?;
-    db.execute_batch(
-        "DELETE FROM main.dedup_domains;
+    // (An incremental run counted only the domains it touched.)
+    let touched = if super::index::decision(db)?.incremental {
+        "WHERE domain IN (SELECT domain FROM temp._dedup_domains_touched)
+            OR (domain IS NULL AND EXISTS (SELECT 1 FROM temp._dedup_domains_touched WHERE domain IS NULL))"
+    } else {
+        ""
+    };
+    db.execute_batch(&format!(
+        "DELETE FROM main.dedup_domains {touched};
          INSERT INTO main.dedup_domains
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
-         WHERE c.pages >= r.n_min OR c.domain IS NULL;",
-    )?;
+         WHERE c.pages >= r.n_min OR c.domain IS NULL;"
+    ))?;
     super::index::write(db, &source, plan.run, &plan.settings)?;
     let mut report = Report::read(db, &plan)?;
     report

@@ -1,37 +1,48 @@
-//! The persistent index that makes runs incremental: `dedup_index` keeps,
+//! The persistent index that makes runs incremental. `dedup_index` keeps,
 //! for every row the last run left in the table, a fingerprint of its
-//! values and the canonical URL that placed it in phase 4's scan order;
+//! values, what phase 1 made of it (canonical and strict URL, domain,
+//! content hash, the election's keys) and the canonical URL that placed it
+//! in phase 4's scan order; `dedup_index_order` keeps that order (the kept
+//! rows and the placeholders, by `(url, id, placeholder)`);
 //! `dedup_index_state` the run that wrote it, its settings and the index's
 //! version.
 //!
 //! A run whose table and settings the index describes is *incremental*: the
 //! rows that are new or changed since (a fingerprint differs, a rowid is
-//! new or reused) are *dirty*, and so is the row that follows a row gone
-//! from phase 4's scan order (deleted by the user, changed, or removed in
-//! phases 2–3 by a new copy). Phases 1–3 and 5 still read every row (SQL
-//! over the whole table); phase 4, the costly one, compares only the rows
-//! within `distance` of a dirty row: the others become placeholders (a
-//! window slot, never compared). That is exact: the last run left no two
-//! rows near each other within a window (a second run removes nothing), so
-//! a window without a dirty row finds nothing, and a row at least
-//! `distance` from every dirty row is never in a group.
+//! new or reused) are *dirty*; only they go through phase 1. Phases 2–3
+//! see them with the last run's rows they can meet (the same URL key or
+//! content hash, read from the index: the last run left one row of each);
+//! phase 4 scans the dirty rows with the last run's rows and placeholders
+//! within `distance` of a place where the order changed (a dirty row, or a
+//! row that left it: deleted, changed, or removed now in phases 2–3), and
+//! does not compare two of the last run's rows unless a row that left lay
+//! between them (the last run left no two rows near within a window);
+//! phase 5 counts again only the domains whose count can change. That is a
+//! full run's result, row for row, at the cost of the batch.
+//!
+//! The index keeps phase 1's values of a row as it is after the run (a run
+//! rewrites survivors' URLs and fills their columns: such rows go through
+//! phase 1 again once applied). A row whose values that changes is marked
+//! unsettled (fingerprint 0): the next run takes it as dirty.
 //!
 //! Any other case is a *full* run, and the report says why: no index (the
 //! first run, or a restore since), other settings, another version of the
-//! index, `lsh` mode, `boilerplate = 'strip'` or `url_rules` (their inputs
-//! change with every row), or `{"full": true}`.
+//! index, `lsh` mode, `boilerplate = 'strip'`, `url_rules` or `prefer`
+//! (their inputs change with every row), or `{"full": true}`.
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
+use super::own_tables::INDEX_KEYS;
 use super::schema::Source;
+use super::scripts;
 use super::settings::Settings;
 use super::DedupError;
 use crate::core::hash::Fingerprint;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "1";
+pub const FORMAT: &str = "2";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -76,6 +87,21 @@ fn comparable(db: &Connection, settings_json: &str) -> Result<String, DedupError
     )
 }
 
+/// Why runs of these settings are always full (they keep no index).
+fn always_full(s: &Settings) -> Option<&'static str> {
+    if s.near_mode == "lsh" && s.threshold < 1.0 {
+        Some("lsh mode (incremental runs are window mode's)")
+    } else if s.boilerplate == "strip" {
+        Some("boilerplate = 'strip' (the chrome is counted over every row)")
+    } else if s.url_rules > 0.0 {
+        Some("url_rules (the learned rules change between runs)")
+    } else if !s.prefer.is_empty() {
+        Some("prefer (its order is ranked over every row)")
+    } else {
+        None
+    }
+}
+
 /// Why this run must be full, or `None` when it can be incremental.
 fn why_full(
     db: &Connection,
@@ -85,23 +111,17 @@ fn why_full(
     if s.full {
         return Ok(Some("asked for (full: true)".into()));
     }
-    if s.near_mode == "lsh" && s.threshold < 1.0 {
-        return Ok(Some("lsh mode (incremental runs are window mode's)".into()));
-    }
-    if s.boilerplate == "strip" {
-        return Ok(Some(
-            "boilerplate = 'strip' (the chrome is counted over every row)".into(),
-        ));
-    }
-    if s.url_rules > 0.0 {
-        return Ok(Some(
-            "url_rules (the learned rules change between runs)".into(),
-        ));
+    if let Some(why) = always_full(s) {
+        return Ok(Some(why.into()));
     }
     let exists = |name: &str| -> Result<bool, DedupError> {
         Ok(super::schema::object_type(db, name)?.as_deref() == Some("table"))
     };
-    if !exists("dedup_index")? || !exists("dedup_index_state")? || !exists("dedup_runs")? {
+    if !exists("dedup_index")?
+        || !exists("dedup_index_order")?
+        || !exists("dedup_index_state")?
+        || !exists("dedup_runs")?
+    {
         return Ok(Some(
             "no index yet (the first run, or a restore since the last)".into(),
         ));
@@ -141,8 +161,9 @@ fn why_full(
 /// rows (`temp._dedup_dirty(rid)`) and the rows gone from phase 4's order
 /// (`temp._dedup_gone(rid, pos_url)`). `temp._dedup_incremental(kind, why,
 /// since, dirty, gone)` records the decision for the phases and the report.
-/// An incremental run reads every row once here (its fingerprint, in
-/// `temp._dedup_fingerprint`).
+/// `temp._dedup_todo` holds the rows phase 1 prepares: every row, or the
+/// dirty ones. An incremental run reads every row once here (its
+/// fingerprint, in `temp._dedup_fingerprint`).
 pub fn prepare(
     db: &Connection,
     source: &Source,
@@ -156,7 +177,7 @@ pub fn prepare(
     };
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_incremental;
-         CREATE TEMP TABLE _dedup_incremental (kind TEXT, why TEXT, since INTEGER, dirty INTEGER, gone INTEGER);
+         CREATE TEMP TABLE _dedup_incremental (kind TEXT, why TEXT, since INTEGER, dirty INTEGER, gone INTEGER, recheck INTEGER, keep INTEGER);
          DROP TABLE IF EXISTS temp._dedup_fingerprint;
          CREATE TEMP TABLE _dedup_fingerprint (rid INTEGER PRIMARY KEY, fp INTEGER);
          INSERT INTO temp._dedup_fingerprint SELECT g.{rowid}, {fp} FROM {table} AS g WHERE {incremental};
@@ -181,13 +202,30 @@ pub fn prepare(
              WHERE f.fp IS NOT x.fp;",
         )?;
     }
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS temp._dedup_todo;
+         CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source {};",
+        if why.is_none() {
+            "WHERE rid IN (SELECT rid FROM temp._dedup_dirty)"
+        } else {
+            ""
+        }
+    ))?;
+    // (Unsettled rows, fingerprint 0, are counted apart: see RunKind.)
+    let counts = if why.is_none() {
+        "(SELECT count(*) FROM temp._dedup_dirty AS d WHERE d.rid NOT IN (SELECT rid FROM main.dedup_index WHERE fp = 0)),
+         (SELECT count(*) FROM temp._dedup_gone AS g WHERE g.rid NOT IN (SELECT rid FROM main.dedup_index WHERE fp = 0)),
+         (SELECT count(*) FROM temp._dedup_gone AS g WHERE g.rid IN (SELECT rid FROM main.dedup_index WHERE fp = 0))"
+    } else {
+        "0, 0, 0"
+    };
     db.execute(
-        "INSERT INTO temp._dedup_incremental
-         VALUES (?1, ?2, ?3, (SELECT count(*) FROM temp._dedup_dirty), (SELECT count(*) FROM temp._dedup_gone))",
+        &format!("INSERT INTO temp._dedup_incremental VALUES (?1, ?2, ?3, {counts}, ?4)"),
         rusqlite::params![
             if why.is_none() { "incremental" } else { "full" },
             why,
-            since
+            since,
+            always_full(s).is_none()
         ],
     )?;
     Ok(())
@@ -206,12 +244,16 @@ pub struct RunKind {
     pub dirty: i64,
     /// Rows of that run's table gone or changed since.
     pub gone: i64,
+    /// Rows that run rewrote in a way that changed what phase 1 makes of
+    /// them (unsettled): taken as changed, but not counted in `dirty` and
+    /// `gone`.
+    pub recheck: i64,
 }
 
 /// The decision [`prepare`] recorded.
 pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
     Ok(db.query_row(
-        "SELECT kind = 'incremental', why, since, dirty, gone FROM temp._dedup_incremental",
+        "SELECT kind = 'incremental', why, since, dirty, gone, recheck FROM temp._dedup_incremental",
         [],
         |r| {
             Ok(RunKind {
@@ -220,44 +262,164 @@ pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
                 since: r.get(2)?,
                 dirty: r.get(3)?,
                 gone: r.get(4)?,
+                recheck: r.get(5)?,
             })
         },
     )?)
 }
 
+/// An incremental run's phase-4 step between `04_keys.sql` and its
+/// `04a_near_input.sql`: for each key (a place where the scan order
+/// changed), the `distance` entries of the last run's order on each side
+/// (rows that left the order skipped) into `temp._dedup_neighbours`.
+pub fn neighbours(db: &Connection) -> Result<(), DedupError> {
+    let distance: i64 = db.query_row("SELECT distance FROM temp._dedup_run", [], |r| r.get(0))?;
+    let keys: Vec<(String, i64)> = db
+        .prepare("SELECT url, id FROM temp._dedup_keys")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let side = |cmp: &str, dir: &str| {
+        format!(
+            "INSERT OR IGNORE INTO temp._dedup_neighbours
+             SELECT url, id, placeholder FROM (
+               SELECT o.url, o.id, o.placeholder FROM main.dedup_index_order AS o
+               WHERE (o.url, o.id, o.placeholder) {cmp} (?1, ?2, 0)
+                 AND NOT (o.placeholder = 0 AND EXISTS (
+                   SELECT 1 FROM temp._dedup_ghosts AS g WHERE g.url = o.url AND g.id = o.id))
+               ORDER BY o.url {dir}, o.id {dir}, o.placeholder {dir} LIMIT ?3)"
+        )
+    };
+    let mut before = db.prepare(&side("<", "DESC"))?;
+    let mut after = db.prepare(&side(">", "ASC"))?;
+    for (url, id) in keys {
+        before.execute(rusqlite::params![url, id, distance])?;
+        after.execute(rusqlite::params![url, id, distance])?;
+    }
+    Ok(())
+}
+
 /// After the run is applied: the index describes the table as it now is.
 /// A full run rewrites it whole; an incremental one only the rows that are
-/// dirty, rewritten or gone.
+/// dirty, rewritten, removed or gone. Runs that are always full (see
+/// [`why_full`]) keep no index.
 pub fn write(
     db: &Connection,
     source: &Source,
     run: i64,
     settings_json: &str,
 ) -> Result<(), DedupError> {
+    let keep: bool = db.query_row("SELECT keep FROM temp._dedup_incremental", [], |r| r.get(0))?;
+    if !keep {
+        return forget(db);
+    }
     let incremental = decision(db)?.incremental;
     let table = source.qualified();
     let rowid = source.rowid;
     let fp = fingerprint_of(source, "g");
-    // The URL each row had in phase 4's order (rows without text have none).
-    let pos_url =
-        "(SELECT i.url FROM temp._dedup_near_input AS i WHERE i.id = g.{rowid} AND i.own = 1)";
-    let pos_url = pos_url.replace("{rowid}", rowid);
-    if !incremental {
+    // 1. Phase 1's values of the rows this run rewrote, as they now are
+    //    (the old ones kept in _dedup_before).
+    db.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_before;
+         CREATE TEMP TABLE _dedup_before AS SELECT * FROM temp._dedup_prepared
+         WHERE source_rowid IN (SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = {run});
+         DELETE FROM temp._dedup_prepared WHERE source_rowid IN (SELECT source_rowid FROM temp._dedup_before);
+         DROP VIEW IF EXISTS temp._dedup_todo;
+         CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source
+         WHERE rid IN (SELECT source_rowid FROM temp._dedup_before);"
+    ))?;
+    db.execute_batch(scripts::prepare_rows_sql())?;
+    // 2. The rows to (re)write. A rewritten row whose phase-1 values
+    //    changed, or that a run would rewrite again, is unsettled (fp 0).
+    let pending = super::rewrites::pending_besides_url(source);
+    let which = if incremental {
+        format!(
+            "WHERE g.{rowid} IN (SELECT rid FROM temp._dedup_dirty)
+                OR g.{rowid} IN (SELECT source_rowid FROM temp._dedup_before)"
+        )
+    } else {
+        String::new()
+    };
+    let here = if incremental {
+        format!("g.{rowid} IN (SELECT rid FROM temp._dedup_dirty)")
+    } else {
+        "1".into()
+    };
+    db.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_index_new;
+         CREATE TEMP TABLE _dedup_index_new AS
+         SELECT g.{rowid} AS rid,
+                CASE WHEN b.source_rowid IS NOT NULL
+                          AND (b.canonical_url IS NOT p.canonical_url OR b.strict_url IS NOT p.strict_url
+                               OR b.domain IS NOT p.domain OR b.content_hash IS NOT p.content_hash
+                               OR b.length IS NOT p.length OR b.has_text IS NOT p.has_text
+                               OR b.https IS NOT p.https OR {pending})
+                     THEN 0 ELSE {fp} END AS fp,
+                CASE WHEN {here}
+                     THEN (SELECT i.url FROM temp._dedup_near_input AS i WHERE i.id = g.{rowid} AND i.own = 1)
+                     ELSE x.pos_url END AS pos_url,
+                p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
+                p.crawled, p.length, p.category, p.has_text, p.https
+         FROM {table} AS g
+         JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
+         LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}
+         LEFT JOIN main.dedup_index AS x ON x.rid = g.{rowid}
+         {which};"
+    ))?;
+    // 3. The scan order: this run's rows kept with text, and placeholders
+    //    (a full run's, and the rows removed now in phases 4-5 that the next
+    //    run's placeholders take, as 04a_near_input.sql chooses them).
+    let archive = super::schema::archive_view_body(db, source, Some(run))?;
+    let placeholders = format!(
+        "INSERT OR IGNORE INTO main.dedup_index_order
+         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1
+         FROM ({archive}) AS a
+         LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
+         LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
+         CROSS JOIN temp._dedup_run AS r
+         WHERE a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
+           AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
+           AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
+           AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
+    );
+    if incremental {
         db.execute_batch(&format!(
-            "DELETE FROM main.dedup_index;
-             INSERT INTO main.dedup_index (rid, fp, pos_url)
-             SELECT g.{rowid}, {fp}, {pos_url} FROM {table} AS g;"
+            "DELETE FROM main.dedup_index_order
+             WHERE placeholder = 0 AND (url, id) IN (
+               SELECT url, id FROM temp._dedup_ghosts
+               UNION ALL
+               SELECT x.pos_url, x.rid FROM main.dedup_index AS x
+               WHERE x.rid IN (SELECT source_rowid FROM temp._dedup_removal));
+             INSERT OR IGNORE INTO main.dedup_index_order
+             SELECT i.url, i.id, 0 FROM temp._dedup_near_input AS i
+             WHERE i.own = 1 AND i.settled IS NULL
+               AND i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
+             {placeholders}
+             DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)
+               OR rid IN (SELECT source_rowid FROM temp._dedup_removal);
+             INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;"
         ))?;
     } else {
+        let drop: String = INDEX_KEYS
+            .iter()
+            .map(|(name, _)| format!("DROP INDEX IF EXISTS main.{name};"))
+            .collect();
+        let create: String = INDEX_KEYS
+            .iter()
+            .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index ({on});"))
+            .collect();
         db.execute_batch(&format!(
-            "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)
-               OR rid IN (SELECT source_rowid FROM temp._dedup_removal);
-             INSERT OR REPLACE INTO main.dedup_index (rid, fp, pos_url)
-             SELECT g.{rowid}, {fp}, {pos_url} FROM {table} AS g
-             WHERE g.{rowid} IN (SELECT rid FROM temp._dedup_dirty
-                                 UNION SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = {run});"
+            "DELETE FROM main.dedup_index_order;
+             INSERT OR IGNORE INTO main.dedup_index_order
+             SELECT i.url, i.id, 1 - i.own FROM temp._dedup_near_input AS i
+             WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
+             {placeholders}
+             {drop}
+             DELETE FROM main.dedup_index;
+             INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new;
+             {create}"
         ))?;
     }
+    db.execute_batch("DROP TABLE temp._dedup_index_new;")?;
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
@@ -269,7 +431,7 @@ pub fn write(
 /// Forgets the index (a restore changes the table behind it): the next run
 /// is full.
 pub fn forget(db: &Connection) -> Result<(), DedupError> {
-    for name in ["dedup_index", "dedup_index_state"] {
+    for name in ["dedup_index", "dedup_index_order", "dedup_index_state"] {
         if super::schema::object_type(db, name)?.as_deref() == Some("table") {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;
         }

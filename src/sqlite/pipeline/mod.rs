@@ -12,7 +12,9 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod restore;
+pub mod rewrites;
 pub mod schema;
+pub mod scripts;
 pub mod settings;
 pub mod shown;
 pub mod snapshot;
@@ -114,7 +116,11 @@ pub fn register(db: &Connection) -> Result<()> {
         let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
             let s = read_settings(db, json.as_deref())?;
             plan::plan(db, &s)?;
-            progress::phase("apply", plan::PHASES.len() + 1, plan::PHASES.len() + 1);
+            progress::phase(
+                "apply",
+                scripts::PHASES.len() + 1,
+                scripts::PHASES.len() + 1,
+            );
             apply::apply(db)
         });
         progress::end();

@@ -1,6 +1,7 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
 //! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
-//! `dedup_index_state`, `dedup_domains`, `dedup_domains_before`): created on first
+//! `dedup_index_order`, `dedup_index_state`, `dedup_domains`,
+//! `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
 //! shape this extension creates (its `CREATE TABLE` text, types and
@@ -14,7 +15,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 8] = [
+pub const OWN: [(&str, &str); 9] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -35,9 +36,16 @@ pub const OWN: [(&str, &str); 8] = [
         "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
     ),
     // The index of incremental runs (see super::index).
+    // Per kept row: its fingerprint, its place in phase 4's order and what
+    // phase 1 made of it.
     (
         "dedup_index",
-        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)",
+        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER)",
+    ),
+    // Phase 4's scan order: the kept rows and the placeholders.
+    (
+        "dedup_index_order",
+        "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
     ),
     (
         "dedup_index_state",
@@ -53,6 +61,20 @@ pub const OWN: [(&str, &str); 8] = [
         "dedup_domains_before",
         "CREATE TABLE main.dedup_domains_before (dedup_run INTEGER, dedup_rowid INTEGER, domain, pages)",
     ),
+];
+
+/// `dedup_index` in its first format (dropped and made again: the index
+/// of that format is rebuilt by a full run anyway).
+const INDEX_V1: &str =
+    "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)";
+
+/// The secondary indexes of `dedup_index` (what an incremental run looks
+/// rows up by), as (name, column expression).
+pub const INDEX_KEYS: [(&str, &str); 4] = [
+    ("dedup_index_key", "coalesce(strict_url, canonical_url)"),
+    ("dedup_index_canonical", "canonical_url"),
+    ("dedup_index_hash", "content_hash"),
+    ("dedup_index_domain", "domain"),
 ];
 
 /// `dedup_runs` as version 0.1 created it (a `report` column is added).
@@ -112,6 +134,7 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
     let want = normalized(create);
     match name {
         "dedup_runs" => got == want || got == normalized(RUNS_V01),
+        "dedup_index" => got == want || got == normalized(INDEX_V1),
         "dedup_removed" => {
             let base = want.trim_end_matches(')');
             got.strip_prefix(base).is_some_and(only_untyped_columns)
@@ -204,10 +227,19 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
 /// values are kept exactly); an old `dedup_rewritten` is converted.
 pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     check(db, "dedup")?;
+    let index = schema::columns(db, "dedup_index")?;
+    if !index.is_empty() && !index.iter().any(|c| c.name == "canonical_url") {
+        db.execute_batch("DROP TABLE main.dedup_index")?;
+    }
     for (name, create) in OWN {
         if schema::object_type(db, name)?.is_none() {
             db.execute_batch(create)?;
         }
+    }
+    for (name, on) in INDEX_KEYS {
+        db.execute_batch(&format!(
+            "CREATE INDEX IF NOT EXISTS main.{name} ON dedup_index ({on})"
+        ))?;
     }
     upgrade_rewritten(db)?;
     let runs = schema::columns(db, "dedup_runs")?;
@@ -262,6 +294,7 @@ mod tests {
             assert!(has_own_shape(name, &stored), "{name}");
         }
         assert!(has_own_shape("dedup_runs", RUNS_V01));
+        assert!(has_own_shape("dedup_index", INDEX_V1));
     }
 
     #[test]

@@ -4,42 +4,22 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
+use super::schema::{self, quote_ident, Source};
+use super::scripts::{Step, When, PHASES};
 use super::settings::{self, Settings};
 use super::{fail, DedupError};
 
-/// The phase scripts, in order, with their file names.
-pub const PHASES: [(&str, &str); 6] = [
-    (
-        "01_canonicalize.sql",
-        include_str!("../../../sql/01_canonicalize.sql"),
-    ),
-    (
-        "02_url_winners.sql",
-        include_str!("../../../sql/02_url_winners.sql"),
-    ),
-    (
-        "03_content_winners.sql",
-        include_str!("../../../sql/03_content_winners.sql"),
-    ),
-    (
-        "04_near_dups.sql",
-        include_str!("../../../sql/04_near_dups.sql"),
-    ),
-    (
-        "05_domains.sql",
-        include_str!("../../../sql/05_domains.sql"),
-    ),
-    (
-        "06_removals.sql",
-        include_str!("../../../sql/06_removals.sql"),
-    ),
-];
-
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 28] = [
+pub const TEMP_OBJECTS: [(&str, &str); 35] = [
     ("TABLE", "_dedup_planned"),
-    ("TABLE", "_dedup_dirty_pos"),
+    ("VIEW", "_dedup_todo"),
+    ("TABLE", "_dedup_clean"),
+    ("TABLE", "_dedup_ghosts"),
+    ("TABLE", "_dedup_keys"),
+    ("TABLE", "_dedup_neighbours"),
+    ("TABLE", "_dedup_domains_touched"),
+    ("TABLE", "_dedup_lost"),
+    ("TABLE", "_dedup_before"),
     ("TABLE", "_dedup_incremental"),
     ("TABLE", "_dedup_fingerprint"),
     ("TABLE", "_dedup_dirty"),
@@ -99,12 +79,15 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     )?;
     settings::write_run_row(db, s, run, rows_before)?;
     write_prefer(db, &source, &s.prefer)?;
+    // (The index's look at what changed is timed as step 00.)
+    let start = std::time::Instant::now();
     super::index::prepare(db, &source, s, &s.to_json(db)?)?;
-    let seconds = if s.url_rules > 0.0 {
+    let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
+    seconds.extend(if s.url_rules > 0.0 {
         crate::sqlite::drop_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
     } else {
         run_phases(db, rows_before)?
-    };
+    });
     let planned = Planned {
         run,
         table: source.table.clone(),
@@ -166,24 +149,33 @@ fn write_prefer(db: &Connection, source: &Source, terms: &[String]) -> Result<()
 /// Runs the phase scripts in order; the seconds each took.
 fn run_phases(db: &Connection, rows: i64) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(PHASES.len());
-    for (i, (name, sql)) in PHASES.iter().enumerate() {
-        super::progress::phase(name.trim_end_matches(".sql"), i + 1, PHASES.len() + 1);
+    let incremental = super::index::decision(db)?.incremental;
+    for (i, (name, steps)) in PHASES.iter().enumerate() {
+        super::progress::phase(name, i + 1, PHASES.len() + 1);
         if i == 0 {
             // Phase 1 ticks once a row (dedup_invalid_text).
             super::progress::total(rows.max(0) as u64);
         }
         let start = std::time::Instant::now();
-        db.execute_batch(sql).map_err(|e| {
-            DedupError::new(match e {
-                // Our own messages already say what is wrong.
-                rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
-                other => format!("dedup: phase {name} failed: {other}"),
-            })
-        })?;
-        seconds.push((
-            name.trim_end_matches(".sql").to_string(),
-            start.elapsed().as_secs_f64(),
-        ));
+        for step in *steps {
+            match *step {
+                Step::Script(file, sql, when) => {
+                    if when == When::Incremental && !incremental {
+                        continue;
+                    }
+                    db.execute_batch(sql).map_err(|e| {
+                        DedupError::new(match e {
+                            // Our own messages already say what is wrong.
+                            rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
+                            other => format!("dedup: phase {file} failed: {other}"),
+                        })
+                    })?;
+                }
+                Step::Neighbours if incremental => super::index::neighbours(db)?,
+                Step::Neighbours => {}
+            }
+        }
+        seconds.push((name.to_string(), start.elapsed().as_secs_f64()));
     }
     Ok(seconds)
 }
@@ -298,60 +290,12 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
 
 /// `temp._dedup_archive`: the rows earlier runs removed from this table
 /// (`archive_rowid`, `dedup_rowid`, `dedup_phase`, `dedup_survivor`, `url`,
-/// `title`, `content`, `parsed`, `content_hash`, `crawled`), or no rows.
+/// `title`, `content`, `parsed`, `content_hash`, `crawled`, `dedup_run`), or
+/// no rows.
 fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
-    let body = archive_view_body(db, source)?;
+    let body = schema::archive_view_body(db, source, None)?;
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_archive; CREATE TEMP VIEW _dedup_archive AS {body};"
     ))?;
     Ok(())
-}
-
-/// The SELECT of `temp._dedup_archive`.
-pub(crate) fn archive_view_body(db: &Connection, source: &Source) -> Result<String, DedupError> {
-    let body = match schema::object_type(db, "dedup_removed")?.as_deref() {
-        None => "SELECT NULL AS archive_rowid, NULL AS dedup_rowid, NULL AS dedup_phase, NULL AS dedup_survivor, NULL AS url, NULL AS title, NULL AS content, NULL AS parsed, NULL AS content_hash, NULL AS crawled WHERE 0".to_string(),
-        Some("table") => {
-            let cols = schema::columns(db, "dedup_removed")?;
-            let has = |c: &str| cols.iter().any(|x| x.name.eq_ignore_ascii_case(c));
-            if let Some(m) = ARCHIVE_META.iter().find(|m| !has(m)) {
-                return fail(format!(
-                    "dedup: dedup_removed lacks its column {m}, got a table this extension did not create"
-                ));
-            }
-            // The archive keeps the table's own column names.
-            let col = |c: &str| {
-                let real = source.column(c).unwrap_or_else(|| c.to_string());
-                if has(&real) {
-                    quote_ident(&real)
-                } else {
-                    "NULL".into()
-                }
-            };
-            // Only runs on this table (the table name is in each run's settings).
-            let runs = if schema::object_type(db, "dedup_runs")?.as_deref() == Some("table") {
-                format!(
-                    "AND dedup_run IN (SELECT run FROM main.dedup_runs WHERE lower(CASE WHEN json_valid(settings) THEN coalesce(json_extract(settings, '$.table'), 'pages') ELSE 'pages' END) = lower({}))",
-                    quote_literal(&source.table)
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "SELECT rowid AS archive_rowid, dedup_rowid, dedup_phase, dedup_survivor, {} AS url, {} AS title, {} AS content, {} AS parsed, {} AS content_hash, {} AS crawled FROM main.dedup_removed WHERE typeof(dedup_rowid) = 'integer' {runs}",
-                col("url"),
-                col("title"),
-                col("content"),
-                col("parsed"),
-                col("content_hash"),
-                col("crawled")
-            )
-        }
-        Some(other) => {
-            return fail(format!(
-                "dedup: dedup_removed must be a table this extension created, got a {other}"
-            ))
-        }
-    };
-    Ok(body)
 }

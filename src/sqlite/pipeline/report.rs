@@ -177,10 +177,15 @@ impl Report {
         }
         match &self.kind {
             Some(k) if k.incremental => lines.push(format!(
-                "  incremental since run {}: {} new or changed row(s), {} gone or changed; phase 4 compared only rows within distance of them",
+                "  incremental since run {}: {} new or changed row(s), {} gone or changed{}; only they and the rows they can meet were compared",
                 k.since.map_or("?".into(), |r| r.to_string()),
                 k.dirty,
-                k.gone
+                k.gone,
+                if k.recheck > 0 {
+                    format!(", {} checked again (the last run's rewrite changed what phase 1 makes of it)", k.recheck)
+                } else {
+                    String::new()
+                }
             )),
             Some(k) => lines.push(format!(
                 "  full run: {}",
@@ -237,12 +242,13 @@ impl Report {
         }
         if let Some(k) = &self.kind {
             too_long.push_str(&format!(
-                ",\"kind\":{},\"why\":{},\"since\":{},\"dirty\":{},\"gone\":{}",
+                ",\"kind\":{},\"why\":{},\"since\":{},\"dirty\":{},\"gone\":{},\"recheck\":{}",
                 json_string(if k.incremental { "incremental" } else { "full" }),
                 k.why.as_deref().map_or("null".into(), json_string),
                 k.since.map_or("null".into(), |r| r.to_string()),
                 k.dirty,
-                k.gone
+                k.gone,
+                k.recheck
             ));
         }
         if !self.kept_apart.is_empty() {

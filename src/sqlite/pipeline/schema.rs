@@ -311,6 +311,61 @@ impl Source {
     }
 }
 
+/// The SELECT of `temp._dedup_archive`; with `also_run`, that run's rows too
+/// (a run being applied, not yet in `dedup_runs`).
+pub(crate) fn archive_view_body(
+    db: &Connection,
+    source: &Source,
+    also_run: Option<i64>,
+) -> Result<String, DedupError> {
+    let body = match object_type(db, "dedup_removed")?.as_deref() {
+        None => "SELECT NULL AS archive_rowid, NULL AS dedup_rowid, NULL AS dedup_phase, NULL AS dedup_survivor, NULL AS url, NULL AS title, NULL AS content, NULL AS parsed, NULL AS content_hash, NULL AS crawled, NULL AS dedup_run WHERE 0".to_string(),
+        Some("table") => {
+            let cols = columns(db, "dedup_removed")?;
+            let has = |c: &str| cols.iter().any(|x| x.name.eq_ignore_ascii_case(c));
+            if let Some(m) = ARCHIVE_META.iter().find(|m| !has(m)) {
+                return fail(format!(
+                    "dedup: dedup_removed lacks its column {m}, got a table this extension did not create"
+                ));
+            }
+            // The archive keeps the table's own column names.
+            let col = |c: &str| {
+                let real = source.column(c).unwrap_or_else(|| c.to_string());
+                if has(&real) {
+                    quote_ident(&real)
+                } else {
+                    "NULL".into()
+                }
+            };
+            // Only runs on this table (the table name is in each run's settings).
+            let runs = if object_type(db, "dedup_runs")?.as_deref() == Some("table") {
+                format!(
+                    "AND (dedup_run IN (SELECT run FROM main.dedup_runs WHERE lower(CASE WHEN json_valid(settings) THEN coalesce(json_extract(settings, '$.table'), 'pages') ELSE 'pages' END) = lower({})){})",
+                    quote_literal(&source.table),
+                    also_run.map_or(String::new(), |r| format!(" OR dedup_run = {r}"))
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "SELECT rowid AS archive_rowid, dedup_rowid, dedup_phase, dedup_survivor, {} AS url, {} AS title, {} AS content, {} AS parsed, {} AS content_hash, {} AS crawled, dedup_run FROM main.dedup_removed WHERE typeof(dedup_rowid) = 'integer' {runs}",
+                col("url"),
+                col("title"),
+                col("content"),
+                col("parsed"),
+                col("content_hash"),
+                col("crawled")
+            )
+        }
+        Some(other) => {
+            return fail(format!(
+                "dedup: dedup_removed must be a table this extension created, got a {other}"
+            ))
+        }
+    };
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

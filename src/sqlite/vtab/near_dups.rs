@@ -3,7 +3,10 @@
 //!
 //! `input` names a table or view with columns `pos`, `id`, `text`, `rank`;
 //! rows are scanned in `pos` order; a NULL `text` is a placeholder that
-//! occupies its window slot but is never compared. Each output row is one removed input
+//! occupies its window slot but is never compared. An optional column
+//! `settled` (an integer, or NULL) marks rows known to be near no row of the
+//! same `settled` value within the window: such pairs are not compared
+//! (an incremental run's rows that the last run compared already). Each output row is one removed input
 //! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::core::near_dups`]).
 
 use std::ffi::c_int;
@@ -14,7 +17,8 @@ use rusqlite::{Connection, Error, Result};
 
 use super::scan_table::{self, LastScan, Scan};
 use super::{
-    error, quote_identifier, require_columns, table_argument, text_value, threshold_argument,
+    error, quote_identifier, require_columns, table_argument, table_columns, text_value,
+    threshold_argument,
 };
 use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
 use crate::core::window_scan::scan;
@@ -68,8 +72,12 @@ impl Scan for WindowScan {
         };
         validate(threshold, distance).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
+        let settled = table_columns(db, NAME, "input", &input)?
+            .iter()
+            .any(|c| c == "settled");
         let sql = format!(
-            "SELECT id, text, rank, pos FROM {} ORDER BY pos",
+            "SELECT id, text, rank, pos, {} FROM {} ORDER BY pos",
+            if settled { "settled" } else { "NULL" },
             quote_identifier(&input)
         );
         let total: i64 = db.query_row(
@@ -119,9 +127,14 @@ fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<ScanRow> {
         )),
     };
     let id = integer(0, "id")?;
+    let settled = match row.get_ref(4)? {
+        ValueRef::Null => None,
+        _ => Some(integer(4, "settled")?),
+    };
     Ok(ScanRow {
         id,
         rank: integer(2, "rank")?,
         text: text_value(NAME, row.get_ref(1)?, id)?,
+        settled,
     })
 }

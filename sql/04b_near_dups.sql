@@ -1,0 +1,103 @@
+-- Phase 4: the scan of _dedup_near_input (04a_near_input.sql), by the mode
+-- the settings name (see there).
+-- boilerplate = 'strip': the segments (lines of content, see segments())
+-- found in at least boilerplate_min_pages of a domain's rows compared here
+-- (distinct URLs and contents) with as many distinct titles, as a JSON array
+-- of hashes per domain. Chrome is what a site repeats across its different
+-- pages; a paragraph repeated across the versions of one page (one title)
+-- is that page's content. (A row without a title counts as its own title.)
+DROP TABLE IF EXISTS temp._dedup_chrome;
+CREATE TEMP TABLE _dedup_chrome (domain TEXT PRIMARY KEY, segments INTEGER, hashes TEXT);
+INSERT INTO _dedup_chrome
+SELECT domain, count(*), json_group_array(hash)
+FROM (
+  SELECT p.domain, s.hash
+  FROM _dedup_run AS r
+  JOIN _dedup_near_input AS i ON i.placeholder = 0
+  JOIN _dedup_prepared AS p ON p.source_rowid = i.id
+  JOIN _dedup_source AS g ON g.rid = i.id
+  JOIN segments(g.content) AS s
+  WHERE r.boilerplate = 'strip' AND p.domain IS NOT NULL AND typeof(g.content) = 'text'
+  GROUP BY p.domain, s.hash
+  HAVING count(DISTINCT i.id) >= (SELECT boilerplate_min_pages FROM _dedup_run)
+     AND count(DISTINCT coalesce(g.title, 'row ' || i.id)) >= (SELECT boilerplate_min_pages FROM _dedup_run)
+)
+GROUP BY domain;
+
+-- The window mode reads the texts from pages as the scan reaches them ('lsh'
+-- copies them first, below); near_dups skips the pairs of rows settled
+-- alike (an incremental run's, see sql/incremental/04_near_input.sql). With
+-- boilerplate stripped, a row whose content holds some of its domain's
+-- chrome is compared as normalize_text(title, blank line, content without
+-- those lines), the way parsed is made; other rows as they are.
+DROP VIEW IF EXISTS temp._dedup_near_texts;
+CREATE TEMP VIEW _dedup_near_texts AS
+SELECT i.pos, i.id, i.rank,
+       i.settled,
+       CASE WHEN i.placeholder = 0 THEN
+         (SELECT coalesce(
+                   CASE WHEN c.hashes IS NOT NULL THEN
+                     normalize_text(coalesce(g.title, '') || char(10, 10)
+                                    || nullif(strip_segments(g.content, c.hashes), g.content))
+                   END,
+                   i.fill_parsed, g.parsed,
+                   -- (an incremental run's settled rows, in a table without
+                   -- parsed: their text as phase 1 makes it)
+                   CASE WHEN i.settled IS NOT NULL AND g.content <> '' THEN
+                     normalize_text(coalesce(g.title, '') || char(10, 10) ||
+                       CASE WHEN (SELECT compat FROM _dedup_run) <> 'reference'
+                                 AND ltrim(substr(g.content, 1, 64)) LIKE '<%'
+                                 AND (instr(g.content, '</') > 0 OR ltrim(substr(g.content, 1, 64)) LIKE '<!doctype%')
+                            THEN html_text(g.content) ELSE g.content END)
+                   END)
+          FROM _dedup_source AS g
+          LEFT JOIN _dedup_chrome AS c ON c.domain = i.domain
+          WHERE g.rid = i.id)
+       END AS text
+FROM _dedup_near_input AS i;
+
+-- 'lsh' mode reads a text several times, in an order unrelated to where
+-- pages stores it (a candidate may be any later row): the texts are copied
+-- once, in scan order, into a compact temp table (no overflow pages, no
+-- other columns). On 1M pages a random text read costs 5 us there against
+-- 12 us through _dedup_near_texts, and the scan reads 3.3M texts; the copy
+-- takes 2.5 s and temp disk as large as the texts (553 MB). Dropped at the
+-- end of this phase. (The window mode reads each text once, in order.)
+DROP TABLE IF EXISTS temp._dedup_near_copy;
+CREATE TEMP TABLE _dedup_near_copy (pos INTEGER PRIMARY KEY, id INTEGER, rank INTEGER, text TEXT);
+INSERT INTO _dedup_near_copy
+SELECT t.pos, t.id, t.rank, t.text
+FROM _dedup_run AS r
+JOIN _dedup_near_texts AS t
+WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
+
+-- 'lsh' mode: band keys of every row's signature (char 5-grams,
+-- lsh_bands * lsh_rows permutations); rows sharing a band and key are
+-- candidates. Only the keys are kept: memory holds the band table, not the
+-- texts. near_dups_among groups the rows by shared key and
+-- generates each row's candidates as the scan reaches it (a pair sharing
+-- several bands is compared once), so the pairs are never all held. With
+-- lsh_election = 'direct' it removes a row only for a winner it is verified
+-- near, and never removes a winner afterwards: no removed row ends far from
+-- its final survivor (the default 'chain' is the window scan's election).
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
+CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
+INSERT INTO _dedup_lsh_bands
+SELECT b.band, b.key, t.id
+FROM _dedup_run AS r
+JOIN _dedup_near_copy AS t
+JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
+WHERE r.near_mode = 'lsh';
+
+DROP TABLE IF EXISTS temp._dedup_near_removed;
+CREATE TEMP TABLE _dedup_near_removed AS
+SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n
+WHERE r.near_mode = 'window'
+UNION ALL
+SELECT n.id, n.survivor, n.anchor, n.ratio
+FROM _dedup_run AS r,
+     near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold,
+                     r.lsh_election) AS n
+WHERE r.near_mode = 'lsh';
+DROP TABLE temp._dedup_near_copy;

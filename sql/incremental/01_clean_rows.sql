@@ -1,0 +1,37 @@
+-- An incremental run (src/sqlite/pipeline/index.rs), after phase 1: phase 1
+-- prepared only the new and changed rows (temp._dedup_dirty). The rows of
+-- the last run's table that they can meet join them here, from the index
+-- (main.dedup_index, phase 1's values of each row): those with the same
+-- URL key (phase 2) or content hash (phase 3) as a new row, and, for phase
+-- 6's pages kept apart, those sharing a canonical URL with a new row, with
+-- a row gone since, or with one of these. The last run left one row per URL
+-- key and per hash, so the other rows' groups hold them alone: unchanged.
+DROP TABLE IF EXISTS temp._dedup_clean;
+CREATE TEMP TABLE _dedup_clean (rid INTEGER PRIMARY KEY);
+INSERT OR IGNORE INTO _dedup_clean
+SELECT x.rid FROM _dedup_prepared AS p
+JOIN main.dedup_index AS x ON coalesce(x.strict_url, x.canonical_url) = coalesce(p.strict_url, p.canonical_url)
+WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
+UNION ALL
+SELECT x.rid FROM _dedup_prepared AS p
+JOIN main.dedup_index AS x ON x.content_hash = p.content_hash
+WHERE p.content_hash IS NOT NULL AND p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
+UNION ALL
+SELECT x.rid FROM _dedup_prepared AS p
+JOIN main.dedup_index AS x ON x.canonical_url = p.canonical_url
+WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
+UNION ALL
+SELECT x.rid FROM _dedup_gone AS g
+JOIN main.dedup_index AS o ON o.rid = g.rid
+JOIN main.dedup_index AS x ON x.canonical_url = o.canonical_url;
+INSERT OR IGNORE INTO _dedup_clean
+SELECT x.rid FROM _dedup_clean AS c
+JOIN main.dedup_index AS o ON o.rid = c.rid
+JOIN main.dedup_index AS x ON x.canonical_url = o.canonical_url;
+DELETE FROM _dedup_clean
+WHERE rid IN (SELECT rid FROM _dedup_dirty) OR rid IN (SELECT rid FROM _dedup_gone)
+   OR rid IN (SELECT rid FROM main.dedup_index WHERE skip_reason IS NOT NULL OR canonical_url IS NULL);
+INSERT INTO _dedup_prepared
+SELECT x.rid, NULL, x.canonical_url, x.domain, NULL, NULL, x.content_hash, x.datetime, x.crawled,
+       x.length, x.category, NULL, x.has_text, x.strict_url, x.https, 0, NULL
+FROM _dedup_clean AS c JOIN main.dedup_index AS x ON x.rid = c.rid;

@@ -1,0 +1,113 @@
+//! The SQL phases of `sql/`, embedded in the binary: each phase's steps
+//! in order, and phase 1's row statement that the incremental index runs
+//! again on rows a run rewrote.
+
+/// When a step of a phase runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// In every run.
+    Always,
+    /// In incremental runs only (after the phase's other scripts: see
+    /// [`super::index`]).
+    Incremental,
+}
+
+/// One step of a phase: an SQL script of `sql/` (embedded in the binary),
+/// or the index's neighbour lookup ([`super::index::neighbours`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Step {
+    /// A script: its file name, its text and when it runs.
+    Script(&'static str, &'static str, When),
+    /// An incremental run's rows of the last run's scan order around each
+    /// place it changed.
+    Neighbours,
+}
+
+/// The phases, in order: a name and its steps.
+pub const PHASES: [(&str, &[Step]); 6] = [
+    (
+        "01_canonicalize",
+        &[
+            Step::Script("01_canonicalize.sql", PHASE1, When::Always),
+            Step::Script(
+                "incremental/01_clean_rows.sql",
+                include_str!("../../../sql/incremental/01_clean_rows.sql"),
+                When::Incremental,
+            ),
+        ],
+    ),
+    (
+        "02_url_winners",
+        &[Step::Script(
+            "02_url_winners.sql",
+            include_str!("../../../sql/02_url_winners.sql"),
+            When::Always,
+        )],
+    ),
+    (
+        "03_content_winners",
+        &[Step::Script(
+            "03_content_winners.sql",
+            include_str!("../../../sql/03_content_winners.sql"),
+            When::Always,
+        )],
+    ),
+    (
+        "04_near_dups",
+        &[
+            Step::Script(
+                "04a_near_input.sql",
+                include_str!("../../../sql/04a_near_input.sql"),
+                When::Always,
+            ),
+            Step::Script(
+                "incremental/04_keys.sql",
+                include_str!("../../../sql/incremental/04_keys.sql"),
+                When::Incremental,
+            ),
+            Step::Neighbours,
+            Step::Script(
+                "incremental/04_near_input.sql",
+                include_str!("../../../sql/incremental/04_near_input.sql"),
+                When::Incremental,
+            ),
+            Step::Script(
+                "04b_near_dups.sql",
+                include_str!("../../../sql/04b_near_dups.sql"),
+                When::Always,
+            ),
+        ],
+    ),
+    (
+        "05_domains",
+        &[
+            Step::Script(
+                "05_domains.sql",
+                include_str!("../../../sql/05_domains.sql"),
+                When::Always,
+            ),
+            Step::Script(
+                "incremental/05_domains.sql",
+                include_str!("../../../sql/incremental/05_domains.sql"),
+                When::Incremental,
+            ),
+        ],
+    ),
+    (
+        "06_removals",
+        &[Step::Script(
+            "06_removals.sql",
+            include_str!("../../../sql/06_removals.sql"),
+            When::Always,
+        )],
+    ),
+];
+
+/// Phase 1's script.
+const PHASE1: &str = include_str!("../../../sql/01_canonicalize.sql");
+
+/// Phase 1's statement that prepares the rows of `temp._dedup_todo` into
+/// `temp._dedup_prepared` (between its `-- @rows` markers).
+pub fn prepare_rows_sql() -> &'static str {
+    PHASE1.split("-- @rows").nth(1).unwrap_or("")
+}
