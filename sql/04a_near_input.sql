@@ -36,7 +36,7 @@ WITH live AS (
          coalesce(p.length, 0) AS length
   FROM _dedup_exact_winners AS w
   JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-  WHERE p.has_text
+  WHERE p.has_text AND (SELECT kind FROM _dedup_incremental) = 'full'
 ),
 -- Rows an earlier run removed in phase 4 or 5 (temp._dedup_archive: the
 -- runner's view of dedup_removed) keep their window slot (as
@@ -50,6 +50,7 @@ archived AS (
               ELSE r.url_options END AS opts
   FROM _dedup_archive AS d CROSS JOIN _dedup_run AS r
   WHERE d.dedup_phase IN (4, 5) AND r.near_mode = 'window' AND r.threshold < 1.0
+    AND (SELECT kind FROM _dedup_incremental) = 'full'
 ),
 placeholders AS (
   SELECT canonical_url(d.url, d.opts) AS url, d.dedup_rowid AS id,

@@ -26,10 +26,15 @@ FROM (
   WHERE p.has_text AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
   UNION ALL
   SELECT n.url, n.id, 0, x.domain, NULL, x.https, CASE WHEN x.category = 'external' THEN 1 ELSE 0 END,
-         NULLIF(x.datetime, ''), NULLIF(x.crawled, ''), coalesce(x.length, 0),
-         (SELECT count(*) FROM _dedup_ghosts AS g WHERE (g.url, g.id) < (n.url, n.id))
-  FROM _dedup_neighbours AS n JOIN main.dedup_index AS x ON x.rid = n.id
-  WHERE n.placeholder = 0
+         NULLIF(x.datetime, ''), NULLIF(x.crawled, ''), coalesce(x.length, 0), n.settled
+  FROM (
+    -- (settled: the ghosts before the row, counted in one pass in order)
+    SELECT url, id, ghost, sum(ghost) OVER (ORDER BY url, id, ghost DESC ROWS UNBOUNDED PRECEDING) AS settled
+    FROM (SELECT url, id, 0 AS ghost FROM _dedup_neighbours WHERE placeholder = 0
+          UNION ALL
+          SELECT url, id, 1 FROM _dedup_ghosts)
+  ) AS n JOIN main.dedup_index AS x ON x.rid = n.id
+  WHERE n.ghost = 0
   UNION ALL
   SELECT url, id, 1, NULL, NULL, 0, 1, NULL, NULL, 0, NULL
   FROM _dedup_neighbours WHERE placeholder = 1

@@ -1,10 +1,9 @@
 -- An incremental run's phase 5: only the domains whose count of kept pages
 -- can change (those of the new rows, of the rows gone since, and of the
--- last run's rows removed now) are counted again; the others keep theirs
--- (in dedup_domains), at or above n_min. A domain that falls below n_min
--- loses its rows, the last run's ones (from the index) and the new ones.
-DROP TABLE IF EXISTS temp._dedup_domains_touched;
-CREATE TEMP TABLE _dedup_domains_touched (domain TEXT);
+-- last run's rows removed now) are counted again, from their last count;
+-- the others keep theirs (in dedup_domains), at or above n_min. A domain
+-- that falls below n_min loses its rows, the last run's ones (from the
+-- index) and the new ones.
 DROP TABLE IF EXISTS temp._dedup_lost;
 -- (the last run's rows that phases 2-4 remove now)
 CREATE TEMP TABLE _dedup_lost (rid INTEGER PRIMARY KEY);
@@ -13,37 +12,42 @@ SELECT rid FROM _dedup_clean WHERE rid NOT IN (SELECT source_rowid FROM _dedup_e
 UNION ALL
 SELECT n.source_rowid FROM _dedup_near_removed AS n
 WHERE n.source_rowid NOT IN (SELECT rid FROM _dedup_dirty);
-INSERT INTO _dedup_domains_touched
-SELECT DISTINCT domain FROM (
-  SELECT p.domain FROM _dedup_prepared AS p WHERE p.source_rowid IN (SELECT rid FROM _dedup_dirty)
-    AND p.source_rowid IN (SELECT source_rowid FROM _dedup_exact_winners)
-  UNION ALL
-  SELECT x.domain FROM _dedup_gone AS g JOIN main.dedup_index AS x ON x.rid = g.rid
-  WHERE x.skip_reason IS NULL
-  UNION ALL
-  SELECT x.domain FROM _dedup_lost AS l JOIN main.dedup_index AS x ON x.rid = l.rid);
--- The kept rows of the touched domains.
-DROP TABLE IF EXISTS temp._dedup_domain_rows;
-CREATE TEMP TABLE _dedup_domain_rows AS
-SELECT x.rid, x.domain
-FROM _dedup_domains_touched AS t JOIN main.dedup_index AS x ON x.domain IS t.domain
+-- Each change to a domain's count: -1 for a last run's row gone or removed
+-- now, +1 for a new row kept.
+DROP TABLE IF EXISTS temp._dedup_domain_delta;
+CREATE TEMP TABLE _dedup_domain_delta AS
+SELECT x.domain, -1 AS d FROM main.dedup_index AS x
 WHERE x.skip_reason IS NULL
+  AND (x.rid IN (SELECT rid FROM _dedup_gone) OR x.rid IN (SELECT rid FROM _dedup_lost))
+UNION ALL
+SELECT p.domain, 1 FROM _dedup_exact_winners AS w JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
+WHERE p.source_rowid IN (SELECT rid FROM _dedup_dirty)
+  AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_near_removed);
+DROP TABLE IF EXISTS temp._dedup_domains_touched;
+CREATE TEMP TABLE _dedup_domains_touched (domain TEXT);
+INSERT INTO _dedup_domains_touched SELECT DISTINCT domain FROM _dedup_domain_delta;
+-- Their counts: the last run's (dedup_domains; a domain absent there kept
+-- no page) and the changes.
+INSERT INTO _dedup_domain_counts
+SELECT t.domain,
+       coalesce((SELECT c.pages FROM main.dedup_domains AS c WHERE c.domain IS t.domain), 0) + sum(t.d)
+FROM _dedup_domain_delta AS t GROUP BY t.domain;
+DROP TABLE temp._dedup_domain_delta;
+-- A domain below n_min loses its kept rows (read by domain only then).
+INSERT INTO _dedup_domain_removed
+SELECT x.rid, c.domain, c.pages
+FROM _dedup_domain_counts AS c CROSS JOIN _dedup_run AS r
+JOIN main.dedup_index AS x ON x.domain = c.domain
+WHERE c.pages < r.n_min AND x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT rid FROM _dedup_dirty) AND x.rid NOT IN (SELECT rid FROM _dedup_gone)
   AND x.rid NOT IN (SELECT rid FROM _dedup_lost)
 UNION ALL
-SELECT p.source_rowid, p.domain
-FROM _dedup_exact_winners AS w JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-WHERE p.source_rowid IN (SELECT rid FROM _dedup_dirty)
+SELECT p.source_rowid, c.domain, c.pages
+FROM _dedup_domain_counts AS c CROSS JOIN _dedup_run AS r
+JOIN _dedup_prepared AS p ON p.domain = c.domain
+JOIN _dedup_exact_winners AS w ON w.source_rowid = p.source_rowid
+WHERE c.pages < r.n_min AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
   AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_near_removed);
-INSERT INTO _dedup_domain_counts
-SELECT domain, count(*) FROM _dedup_domain_rows GROUP BY domain;
-INSERT INTO _dedup_domain_removed
-SELECT d.rid, c.domain, c.pages
-FROM _dedup_domain_rows AS d
-JOIN _dedup_domain_counts AS c ON c.domain = d.domain
-CROSS JOIN _dedup_run AS r
-WHERE c.pages < r.n_min;
-DROP TABLE temp._dedup_domain_rows;
 -- Phase 6's pages kept apart: the last run's rows sharing a canonical URL
 -- with one of its rows removed now in phases 4-5 may be apart no more.
 INSERT INTO _dedup_prepared

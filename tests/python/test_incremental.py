@@ -77,8 +77,9 @@ def batch(conn, rng, pool, step):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("settings", [{}, {"n_min": 3, "distance": 12}, {"distance": 3}, {"compat": "reference"}],
-                         ids=["default", "n_min-distance", "distance-3", "compat"])
+@pytest.mark.parametrize("settings", [{}, {"n_min": 3, "distance": 12}, {"n_min": 6}, {"distance": 3},
+                                      {"compat": "reference"}],
+                         ids=["default", "n_min-distance", "n_min-6", "distance-3", "compat"])
 def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
     rng = random.Random(seed)
     src = sqlite3.connect(P.DEMO)

@@ -10,7 +10,7 @@ use super::settings::{self, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 35] = [
+pub const TEMP_OBJECTS: [(&str, &str); 36] = [
     ("TABLE", "_dedup_planned"),
     ("VIEW", "_dedup_todo"),
     ("TABLE", "_dedup_clean"),
@@ -19,6 +19,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 35] = [
     ("TABLE", "_dedup_neighbours"),
     ("TABLE", "_dedup_domains_touched"),
     ("TABLE", "_dedup_lost"),
+    ("TABLE", "_dedup_domain_delta"),
     ("TABLE", "_dedup_before"),
     ("TABLE", "_dedup_incremental"),
     ("TABLE", "_dedup_fingerprint"),
