@@ -34,7 +34,7 @@ DROP VIEW IF EXISTS temp._dedup_near_texts;
 CREATE TEMP VIEW _dedup_near_texts AS
 SELECT i.pos, i.id, i.rank,
        i.settled,
-       CASE WHEN i.placeholder = 0 THEN
+       CASE WHEN i.placeholder = 0 AND i.need IS NOT 0 THEN
          (SELECT coalesce(
                    CASE WHEN c.hashes IS NOT NULL THEN
                      normalize_text(coalesce(g.title, '') || char(10, 10)

@@ -268,8 +268,8 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "2 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
-    conn.execute("UPDATE dedup_index_state SET value = '2 0.1.0' WHERE key = 'version'")
+    assert version == "3 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
     assert report(conn, {})["kind"] == "incremental"  # rebuilt

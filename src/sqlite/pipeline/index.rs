@@ -42,7 +42,7 @@ use super::DedupError;
 use crate::core::hash::Fingerprint;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "2";
+pub const FORMAT: &str = "3";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -54,9 +54,20 @@ fn version() -> String {
 /// The SQL function that fingerprints a row's values.
 const FINGERPRINT: &str = "dedup_fingerprint";
 
-/// Registers `dedup_fingerprint(value, ...)` ([`Fingerprint`]).
+/// Registers `dedup_fingerprint(value, ...)` ([`Fingerprint`]) and
+/// `dedup_chars(text)`: the text's length in code points, as phase 4's
+/// bounds count it (SQLite's `length` stops at a NUL), NULL for another
+/// type.
 pub fn register(db: &Connection) -> rusqlite::Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    db.create_scalar_function("dedup_chars", 1, flags, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Text(t) => std::str::from_utf8(t)
+                .ok()
+                .map(|s| s.chars().count() as i64),
+            _ => None,
+        })
+    })?;
     db.create_scalar_function(FINGERPRINT, -1, flags, |ctx| {
         let mut f = Fingerprint::new();
         for i in 0..ctx.len() {
@@ -298,6 +309,40 @@ pub fn neighbours(db: &Connection) -> Result<(), DedupError> {
     Ok(())
 }
 
+/// An incremental run's phase-4 step after its `04_near_input.sql`: a
+/// settled row needs its text only when a row not settled within
+/// `distance` of it may be near it by length (`|a - b| < (1 - t)(a + b)`),
+/// or a row that left the order lay within `distance` (rows of another
+/// settled group near). The others get `need = 0`: no text, a slot never
+/// compared, as they would be compared with nothing that can be near.
+pub fn prune(db: &Connection) -> Result<(), DedupError> {
+    let (distance, threshold): (i64, f64) =
+        db.query_row("SELECT distance, threshold FROM temp._dedup_run", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    if threshold <= 0.0 {
+        return Ok(());
+    }
+    // A partner of length b may be near a text of length a only if
+    // a * t / (2 - t) < b < a * (2 - t) / t; the frame's lengths of rows
+    // not settled, [mn, mx], must meet that range (a margin for rounding).
+    let (lo, hi) = (threshold / (2.0 - threshold), (2.0 - threshold) / threshold);
+    db.execute_batch(&format!(
+        "UPDATE temp._dedup_near_input SET need = 0 WHERE pos IN (
+           SELECT pos FROM (
+             SELECT pos, settled, tlen,
+                    min(CASE WHEN own = 1 AND settled IS NULL THEN tlen END) OVER w AS mn,
+                    max(CASE WHEN own = 1 AND settled IS NULL THEN tlen END) OVER w AS mx,
+                    count(CASE WHEN own = 1 AND settled IS NULL AND tlen IS NULL THEN 1 END) OVER w AS unknown,
+                    min(settled) OVER w AS smin, max(settled) OVER w AS smax
+             FROM temp._dedup_near_input
+             WINDOW w AS (ORDER BY pos ROWS BETWEEN {distance} PRECEDING AND {distance} FOLLOWING))
+           WHERE settled IS NOT NULL AND tlen IS NOT NULL AND smin = smax AND unknown = 0
+             AND (mn IS NULL OR mx < tlen * {lo:e} - 1e-6 OR mn > tlen * {hi:e} + 1e-6));"
+    ))?;
+    Ok(())
+}
+
 /// After the run is applied: the index describes the table as it now is.
 /// A full run rewrites it whole; an incremental one only the rows that are
 /// dirty, rewritten, removed or gone. Runs that are always full (see
@@ -331,6 +376,11 @@ pub fn write(
     // 2. The rows to (re)write. A rewritten row whose phase-1 values
     //    changed, or that a run would rewrite again, is unsettled (fp 0).
     let pending = super::rewrites::pending_besides_url(source);
+    // (tlen: the length of the text phase 4 compares, when it is known
+    // without reading it again.)
+    let parsed = source.column("parsed").map_or("NULL".to_string(), |c| {
+        format!("g.{}", super::schema::quote_ident(&c))
+    });
     let which = if incremental {
         format!(
             "WHERE g.{rowid} IN (SELECT rid FROM temp._dedup_dirty)
@@ -358,7 +408,8 @@ pub fn write(
                      THEN (SELECT i.url FROM temp._dedup_near_input AS i WHERE i.id = g.{rowid} AND i.own = 1)
                      ELSE x.pos_url END AS pos_url,
                 p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
-                p.crawled, p.length, p.category, p.has_text, p.https
+                p.crawled, p.length, p.category, p.has_text, p.https,
+                CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen
          FROM {table} AS g
          JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
          LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}

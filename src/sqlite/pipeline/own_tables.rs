@@ -40,7 +40,7 @@ pub const OWN: [(&str, &str); 9] = [
     // phase 1 made of it.
     (
         "dedup_index",
-        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER)",
+        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER)",
     ),
     // Phase 4's scan order: the kept rows and the placeholders.
     (
@@ -228,7 +228,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
 pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     check(db, "dedup")?;
     let index = schema::columns(db, "dedup_index")?;
-    if !index.is_empty() && !index.iter().any(|c| c.name == "canonical_url") {
+    if !index.is_empty() && !index.iter().any(|c| c.name == "tlen") {
         db.execute_batch("DROP TABLE main.dedup_index")?;
     }
     for (name, create) in OWN {

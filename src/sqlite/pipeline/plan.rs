@@ -10,7 +10,7 @@ use super::settings::{self, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 36] = [
+pub const TEMP_OBJECTS: [(&str, &str); 37] = [
     ("TABLE", "_dedup_planned"),
     ("VIEW", "_dedup_todo"),
     ("TABLE", "_dedup_clean"),
@@ -19,6 +19,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 36] = [
     ("TABLE", "_dedup_neighbours"),
     ("TABLE", "_dedup_domains_touched"),
     ("TABLE", "_dedup_lost"),
+    ("TABLE", "_dedup_near_rows"),
     ("TABLE", "_dedup_domain_delta"),
     ("TABLE", "_dedup_before"),
     ("TABLE", "_dedup_incremental"),
@@ -173,7 +174,8 @@ fn run_phases(db: &Connection, rows: i64) -> Result<Vec<(String, f64)>, DedupErr
                     })?;
                 }
                 Step::Neighbours if incremental => super::index::neighbours(db)?,
-                Step::Neighbours => {}
+                Step::Prune if incremental => super::index::prune(db)?,
+                Step::Neighbours | Step::Prune => {}
             }
         }
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));

@@ -21,6 +21,9 @@ pub enum Step {
     /// An incremental run's rows of the last run's scan order around each
     /// place it changed.
     Neighbours,
+    /// An incremental run's rows whose text no comparison needs
+    /// ([`super::index::prune`]).
+    Prune,
 }
 
 /// The phases, in order: a name and its steps.
@@ -71,6 +74,7 @@ pub const PHASES: [(&str, &[Step]); 6] = [
                 include_str!("../../../sql/incremental/04_near_input.sql"),
                 When::Incremental,
             ),
+            Step::Prune,
             Step::Script(
                 "04b_near_dups.sql",
                 include_str!("../../../sql/04b_near_dups.sql"),
