@@ -41,6 +41,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "canonical_url",
             "content_hash",
             "dedup_apply",
+            "dedup_chars",
             "dedup_debug",
             "dedup_extra_params",
             "dedup_fingerprint",
@@ -602,4 +603,23 @@ fn incremental_lsh_workflow() {
     db.execute_batch("DELETE FROM corpus_bands WHERE id = 1; DELETE FROM corpus WHERE id = 1;")
         .unwrap();
     assert_eq!(found(&edited), Vec::<i64>::new());
+}
+
+#[test]
+fn dedup_chars_counts_code_points_past_a_nul() {
+    // SQLite's length() stops at the first NUL; phase 4's bounds count
+    // every code point, and so does dedup_chars.
+    let db = db();
+    let (chars, sqlite): (i64, i64) = db
+        .query_row(
+            "SELECT dedup_chars(x), length(x) FROM (SELECT 'h' || char(233) || char(0) || 'ab' AS x)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((chars, sqlite), (5, 2));
+    let other: Option<i64> = db
+        .query_row("SELECT dedup_chars(x'41')", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(other, None);
 }
