@@ -9,6 +9,7 @@ tries them all), the shell with its `.progress N --limit K`."""
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -25,26 +26,46 @@ STRIDE = int(os.environ.get("DEDUP_INTERRUPT_STRIDE", "0"))
 SEED = int(os.environ.get("PROPTEST_RNG_SEED", random.randrange(1 << 30)))
 
 
-def template(path, function):
-    """A small crawl (every phase removes something) and the caller's own table."""
+def template(path, function, incremental=False):
+    """A small crawl (every phase removes something) and the caller's own
+    table; with `incremental`, run once and then given new pages (copies of
+    kept ones under other URLs, one of them edited), so that the next run is
+    incremental."""
     crawl.make(path, n_articles=4)
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE mine (x)")
     conn.commit()
     conn.close()
-    if function == "dedup_restore":
+    if function == "dedup_restore" or incremental:
         conn = P.connect(path)
         conn.execute("SELECT dedup_run()").fetchone()
+        conn.close()
+    if incremental:
+        conn = sqlite3.connect(path)
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+        names = ", ".join(c if c != "url" else "'https://mirror.example.net/' || rowid || '/' || url" for c in cols)
+        conn.execute(f"INSERT INTO pages ({', '.join(cols)}) SELECT {names} FROM pages WHERE rowid % 3 = 0")
+        conn.execute("UPDATE pages SET parsed = parsed || ' edited' WHERE rowid = (SELECT max(rowid) FROM pages)")
+        conn.commit()
         conn.close()
     return path
 
 
-@pytest.mark.parametrize("function", ["dedup_run", "dedup_restore"])
+@pytest.mark.parametrize("function,incremental", [("dedup_run", False), ("dedup_run", True), ("dedup_restore", False)],
+                         ids=["dedup_run", "incremental dedup_run", "dedup_restore"])
 @pytest.mark.parametrize("host,stride", [("python", 1), ("apsw", 3)])
-def test_an_interrupt_at_any_step_leaves_before_or_done(tmp_path, host, stride, function):
+def test_an_interrupt_at_any_step_leaves_before_or_done(tmp_path, host, stride, function, incremental):
     if host not in H.available():
         pytest.skip(f"{host} is not installed here (.ci/run installs it)")
-    db = template(str(tmp_path / "t.db"), function)
+    db = template(str(tmp_path / "t.db"), function, incremental)
+    if incremental:  # the run under test is incremental
+        probe = str(tmp_path / "probe.db")
+        shutil.copy(db, probe)
+        conn = P.connect(probe)
+        conn.execute("SELECT dedup_run()").fetchone()
+        report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+        conn.close()
+        assert report["kind"] == "incremental" and report["dirty"] > 0 and report["removed"], report
     stride = STRIDE or stride
     proc = subprocess.run([H.PYTHON, os.path.join(HERE, "interrupt_sweep.py"), host, function, db,
                            str(stride), str(SEED % stride)],

@@ -389,10 +389,21 @@ pub fn write(
     } else {
         String::new()
     };
-    let here = if incremental {
-        format!("g.{rowid} IN (SELECT rid FROM temp._dedup_dirty)")
+    // Each row's place in this run's order; an incremental run keeps the
+    // old place of a row it did not place (a full run does not read the
+    // old index).
+    let placed = format!(
+        "(SELECT i.url FROM temp._dedup_near_input AS i WHERE i.id = g.{rowid} AND i.own = 1)"
+    );
+    let (pos_url, last) = if incremental {
+        (
+            format!(
+                "CASE WHEN g.{rowid} IN (SELECT rid FROM temp._dedup_dirty) THEN {placed} ELSE x.pos_url END"
+            ),
+            format!("LEFT JOIN main.dedup_index AS x ON x.rid = g.{rowid}"),
+        )
     } else {
-        "1".into()
+        (placed, String::new())
     };
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_index_new;
@@ -404,16 +415,14 @@ pub fn write(
                                OR b.length IS NOT p.length OR b.has_text IS NOT p.has_text
                                OR b.https IS NOT p.https OR {pending})
                      THEN 0 ELSE {fp} END AS fp,
-                CASE WHEN {here}
-                     THEN (SELECT i.url FROM temp._dedup_near_input AS i WHERE i.id = g.{rowid} AND i.own = 1)
-                     ELSE x.pos_url END AS pos_url,
+                {pos_url} AS pos_url,
                 p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
                 p.crawled, p.length, p.category, p.has_text, p.https,
                 CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen
          FROM {table} AS g
          JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
          LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}
-         LEFT JOIN main.dedup_index AS x ON x.rid = g.{rowid}
+         {last}
          {which};"
     ))?;
     // 3. The scan order: this run's rows kept with text, and placeholders
