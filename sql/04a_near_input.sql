@@ -40,27 +40,13 @@ WITH live AS (
   JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
   WHERE p.has_text AND (SELECT kind FROM _dedup_incremental) = 'full'
 ),
--- Rows an earlier run removed in phase 4 or 5 (temp._dedup_archive: the
--- runner's view of dedup_removed) keep their window slot (as
--- placeholders, never compared), so a second run sees the windows the first
--- one saw and removes nothing more. (The 'lsh' mode has no windows, so no
--- placeholders.)
-archived AS (
-  SELECT d.url, d.dedup_rowid, d.dedup_phase, d.content, d.parsed,
-         CASE WHEN r.url_rules > 0 AND dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
-              THEN r.url_options || coalesce(',tracking+=' || url_rule_params(d.url, r.url_rules), '')
-              ELSE r.url_options END AS opts
-  FROM _dedup_archive AS d CROSS JOIN _dedup_run AS r
-  WHERE d.dedup_phase IN (4, 5) AND r.near_mode = 'window' AND r.threshold < 1.0
-    AND (SELECT kind FROM _dedup_incremental) = 'full'
-),
+-- Rows an earlier run removed in phase 4 or 5 keep their window slot as
+-- placeholders (sql/04_placeholders.sql).
 placeholders AS (
-  SELECT canonical_url(d.url, d.opts) AS url, d.dedup_rowid AS id,
-         1 AS placeholder, NULL AS domain, NULL AS fill_parsed, 0 AS prefer_rank, 0 AS https, 1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
-  FROM archived AS d
-  WHERE dedup_invalid_text(d.url, d.content, d.parsed) IS NULL
-    AND (d.parsed <> '' OR (d.parsed IS NULL AND d.content <> ''))
-    AND canonical_url(d.url, d.opts) IS NOT NULL
+  SELECT url, id, 1 AS placeholder, NULL AS domain, NULL AS fill_parsed, 0 AS prefer_rank, 0 AS https,
+         1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
+  FROM _dedup_placeholders
+  WHERE (SELECT kind FROM _dedup_incremental) = 'full'
 )
 -- (A placeholder takes the slot its row had when it was live: by url, then
 -- id, as live rows; sorting placeholders after the live rows of their URL

@@ -115,6 +115,10 @@ def print_plan(planned):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["spark"]:
+        from sqlite_dedup.spark.cli import main as spark_main
+        return spark_main(argv[1:])
     parser = argparse.ArgumentParser(prog="sqlite-dedup", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)  # the settings, for run and plan
@@ -168,6 +172,7 @@ def main(argv=None):
     report = sub.add_parser("report", help="a review page of what the runs removed, as one HTML file")
     report.add_argument("db")
     report.add_argument("-o", "--output", default="report.html", help="the file to write (default report.html)")
+    sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
     if not os.path.isfile(args.db):
         # sqlite3.connect would create an empty database there.

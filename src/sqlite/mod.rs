@@ -10,6 +10,7 @@ pub mod pipeline;
 pub mod scalars;
 pub mod segments;
 pub mod sketches;
+pub mod sort_key;
 pub mod url_chrome;
 pub mod url_rules;
 pub mod vtab;
@@ -21,6 +22,7 @@ pub fn register(db: &Connection) -> Result<()> {
     meta::register(db)?;
     scalars::register_scalars(db)?;
     sketches::register(db)?;
+    sort_key::register(db)?;
     segments::register(db)?;
     control::register(db)?;
     vtab::register(db)?;

@@ -100,7 +100,9 @@ fn comparable(db: &Connection, settings_json: &str) -> Result<String, DedupError
 
 /// Why runs of these settings are always full (they keep no index).
 fn always_full(s: &Settings) -> Option<&'static str> {
-    if s.near_mode == "lsh" && s.threshold < 1.0 {
+    if s.phases != super::settings::Phases::All {
+        Some("a plan made elsewhere (dedup_apply_plan)")
+    } else if s.near_mode == "lsh" && s.threshold < 1.0 {
         Some("lsh mode (incremental runs are window mode's)")
     } else if s.boilerplate == "strip" {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")

@@ -146,6 +146,64 @@ pub fn register(db: &Connection) -> Result<()> {
             report.to_text().replacen("run ", "plan for run ", 1)
         ))
     })?;
+    // Phase 1 only, for a run that elects elsewhere: its rows are left in
+    // the view temp._dedup_rows (see sql/external/01_rows.sql); returns
+    // their number.
+    db.create_scalar_function("dedup_prepare", -1, WRITES, |ctx| {
+        let json = settings_arg(ctx, "dedup_prepare")?;
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
+            let mut s = read_settings(db, json.as_deref())?;
+            s.phases = settings::Phases::PrepareOnly;
+            let planned = plan::plan(db, &s)?;
+            Ok::<i64, DedupError>(planned.rows_before)
+        });
+        progress::end();
+        Ok(rows?)
+    })?;
+    // A run whose decisions were made elsewhere (the plan: a table named by
+    // argument 0 with the columns of plan::PLAN_COLUMNS), applied as
+    // dedup_run applies its own, in one transaction.
+    db.create_scalar_function("dedup_apply_plan", -1, WRITES, |ctx| {
+        check_arity(ctx, "dedup_apply_plan", 1, 2)?;
+        let table = match ctx.get_raw(0) {
+            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            other => {
+                return Err(user_error(
+                    "dedup_apply_plan",
+                    "the plan must be named by a table name as TEXT",
+                    &describe(other),
+                ))
+            }
+        };
+        let json = match ctx.len() {
+            2 => match ctx.get_raw(1) {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                other => {
+                    return Err(user_error(
+                        "dedup_apply_plan",
+                        "settings must be a JSON object as TEXT",
+                        &describe(other),
+                    ))
+                }
+            },
+            _ => None,
+        };
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
+            let mut s = read_settings(db, json.as_deref())?;
+            s.phases = settings::Phases::FromPlan(table.clone());
+            plan::plan(db, &s)?;
+            apply::apply(db)
+        });
+        progress::end();
+        Ok(report?.to_text())
+    })?;
     db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };

@@ -5,13 +5,16 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::schema::{self, quote_ident, Source};
-use super::scripts::{Step, When, PHASES};
-use super::settings::{self, Settings};
+use super::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
+use super::settings::{self, Phases, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 37] = [
+pub const TEMP_OBJECTS: [(&str, &str); 40] = [
     ("TABLE", "_dedup_planned"),
+    ("VIEW", "_dedup_rows"),
+    ("TABLE", "_dedup_external"),
+    ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
@@ -85,10 +88,18 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let start = std::time::Instant::now();
     super::index::prepare(db, &source, s, &s.to_json(db)?)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
+    if let Phases::FromPlan(table) = &s.phases {
+        copy_plan(db, table)?;
+    }
+    let phases: &[(&str, &[Step])] = match s.phases {
+        Phases::All => &PHASES,
+        Phases::PrepareOnly => &PREPARE_ONLY,
+        Phases::FromPlan(_) => &EXTERNAL,
+    };
     seconds.extend(if s.url_rules > 0.0 {
-        crate::sqlite::drop_rules::with_rules_snapshot(db, || run_phases(db, rows_before))??
+        crate::sqlite::drop_rules::with_rules_snapshot(db, || run_phases(db, phases, rows_before))??
     } else {
-        run_phases(db, rows_before)?
+        run_phases(db, phases, rows_before)?
     });
     let planned = Planned {
         run,
@@ -97,6 +108,10 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         rows_before,
         seconds,
     };
+    if s.phases == Phases::PrepareOnly {
+        // (No plan to apply: phase 1's tables are the result.)
+        return Ok(planned);
+    }
     db.execute_batch(
         "CREATE TEMP TABLE _dedup_planned (run INTEGER, tbl TEXT, settings TEXT, rows_before INTEGER, seconds TEXT)",
     )?;
@@ -149,11 +164,15 @@ fn write_prefer(db: &Connection, source: &Source, terms: &[String]) -> Result<()
 }
 
 /// Runs the phase scripts in order; the seconds each took.
-fn run_phases(db: &Connection, rows: i64) -> Result<Vec<(String, f64)>, DedupError> {
-    let mut seconds = Vec::with_capacity(PHASES.len());
+fn run_phases(
+    db: &Connection,
+    phases: &[(&str, &[Step])],
+    rows: i64,
+) -> Result<Vec<(String, f64)>, DedupError> {
+    let mut seconds = Vec::with_capacity(phases.len());
     let incremental = super::index::decision(db)?.incremental;
-    for (i, (name, steps)) in PHASES.iter().enumerate() {
-        super::progress::phase(name, i + 1, PHASES.len() + 1);
+    for (i, (name, steps)) in phases.iter().enumerate() {
+        super::progress::phase(name, i + 1, phases.len() + 1);
         if i == 0 {
             // Phase 1 ticks once a row (dedup_invalid_text).
             super::progress::total(rows.max(0) as u64);
@@ -249,6 +268,125 @@ fn decode_seconds(text: &str) -> Vec<(String, f64)> {
             Some((n.to_string(), s.parse().ok()?))
         })
         .collect()
+}
+
+/// Columns of the plan `dedup_apply_plan` takes.
+pub const PLAN_COLUMNS: [&str; 7] = [
+    "rid",
+    "phase",
+    "reason",
+    "survivor",
+    "ratio",
+    "rewrite_url",
+    "note",
+];
+
+/// Copies the plan made elsewhere from `table` into `temp._dedup_external`
+/// and checks it against the table about to change: each row once, a
+/// rowid of the table, a phase 1–5 with a reason (or NULL to keep the row
+/// apart under `rewrite_url`), a survivor that is a row of the table or
+/// NULL. An error names the plan's first bad row.
+fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
+    let missing: Vec<&str> = {
+        let sql = format!("SELECT * FROM {} LIMIT 0", quote_ident_path(table));
+        let stmt = db.prepare(&sql).map_err(|e| {
+            DedupError::new(format!(
+                "dedup_apply_plan: the plan must be a table or view, got {}: {}",
+                super::shown::excerpt(table),
+                DedupError::from(e)
+            ))
+        })?;
+        let have: Vec<String> = stmt
+            .column_names()
+            .iter()
+            .map(|c| c.to_lowercase())
+            .collect();
+        PLAN_COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| !have.iter().any(|h| h == c))
+            .collect()
+    };
+    if !missing.is_empty() {
+        return fail(format!(
+            "dedup_apply_plan: the plan {} lacks column(s) {} (it needs {})",
+            super::shown::excerpt(table),
+            missing.join(", "),
+            PLAN_COLUMNS.join(", ")
+        ));
+    }
+    db.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_external;
+         CREATE TEMP TABLE _dedup_external AS
+         SELECT rid, phase, reason, survivor, ratio, rewrite_url, note FROM {};",
+        quote_ident_path(table)
+    ))?;
+    let checks = [
+        ("its rid is not an integer", "typeof(rid) <> 'integer'"),
+        (
+            "its rid is listed twice",
+            "rid IN (SELECT rid FROM temp._dedup_external GROUP BY rid HAVING count(*) > 1)",
+        ),
+        (
+            "its rid is not a row of the table",
+            "rid NOT IN (SELECT rid FROM temp._dedup_source)",
+        ),
+        (
+            "its phase is not NULL or 1 to 5",
+            "phase IS NOT NULL AND (typeof(phase) <> 'integer' OR phase NOT BETWEEN 1 AND 5)",
+        ),
+        (
+            "a removal needs a reason (TEXT)",
+            "phase IS NOT NULL AND typeof(reason) <> 'text'",
+        ),
+        (
+            "a kept row needs a rewrite_url or a note",
+            "phase IS NULL AND rewrite_url IS NULL AND note IS NULL",
+        ),
+        // (A survivor may lose in a later phase in turn, as in any run.)
+        (
+            "its survivor is not a row of the table",
+            "survivor IS NOT NULL AND survivor NOT IN (SELECT rid FROM temp._dedup_source)",
+        ),
+        (
+            "its ratio is not a number",
+            "ratio IS NOT NULL AND typeof(ratio) NOT IN ('real', 'integer')",
+        ),
+        (
+            "its rewrite_url is not TEXT",
+            "rewrite_url IS NOT NULL AND typeof(rewrite_url) <> 'text'",
+        ),
+    ];
+    for (what, bad) in checks {
+        let row: Option<String> = db
+            .query_row(
+                &format!(
+                    "SELECT quote(rid) FROM temp._dedup_external WHERE {bad} ORDER BY rid LIMIT 1"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(rid) = row {
+            return fail(format!(
+                "dedup_apply_plan: the plan's row for rid {} is wrong: {what}; nothing was changed",
+                super::shown::truncate(&rid, 60)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `name` or `schema.name` as a quoted SQL name.
+fn quote_ident_path(name: &str) -> String {
+    match name.split_once('.') {
+        Some((schema, table))
+            if schema.eq_ignore_ascii_case("temp") || schema.eq_ignore_ascii_case("main") =>
+        {
+            format!("{schema}.{}", quote_ident(table))
+        }
+        _ => quote_ident(name),
+    }
 }
 
 /// Drops every temp object of a plan.

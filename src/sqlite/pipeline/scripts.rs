@@ -58,6 +58,7 @@ pub const PHASES: [(&str, &[Step]); 6] = [
     (
         "04_near_dups",
         &[
+            Step::Script("04_placeholders.sql", PLACEHOLDERS, When::Always),
             Step::Script(
                 "04a_near_input.sql",
                 include_str!("../../../sql/04a_near_input.sql"),
@@ -106,6 +107,41 @@ pub const PHASES: [(&str, &[Step]); 6] = [
         )],
     ),
 ];
+
+/// A run that elects elsewhere (`dedup_prepare`): phase 1 and the view of
+/// each row as `sqlite-dedup spark` reads it (`temp._dedup_rows`).
+pub const PREPARE_ONLY: [(&str, &[Step]); 1] = [(
+    "01_canonicalize",
+    &[
+        Step::Script("01_canonicalize.sql", PHASE1, When::Always),
+        Step::Script("04_placeholders.sql", PLACEHOLDERS, When::Always),
+        Step::Script(
+            "external/01_rows.sql",
+            include_str!("../../../sql/external/01_rows.sql"),
+            When::Always,
+        ),
+    ],
+)];
+
+/// A run whose phases 2–5 were decided elsewhere (`dedup_apply_plan`):
+/// phase 1, then the plan in place of phase 6's.
+pub const EXTERNAL: [(&str, &[Step]); 2] = [
+    (
+        "01_canonicalize",
+        &[Step::Script("01_canonicalize.sql", PHASE1, When::Always)],
+    ),
+    (
+        "06_from_plan",
+        &[Step::Script(
+            "external/06_from_plan.sql",
+            include_str!("../../../sql/external/06_from_plan.sql"),
+            When::Always,
+        )],
+    ),
+];
+
+/// Phase 4's placeholders (the view `temp._dedup_placeholders`).
+const PLACEHOLDERS: &str = include_str!("../../../sql/04_placeholders.sql");
 
 /// Phase 1's script.
 const PHASE1: &str = include_str!("../../../sql/01_canonicalize.sql");

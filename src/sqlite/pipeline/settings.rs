@@ -11,7 +11,7 @@ use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 19] = [
     "threshold",
     "distance",
     "discard_params",
@@ -30,6 +30,7 @@ pub const KEYS: [&str; 18] = [
     "columns",
     "lsh_election",
     "full",
+    "job",
 ];
 
 /// Checked settings of one run.
@@ -83,6 +84,25 @@ pub struct Settings {
     /// A full run even when the index would allow an incremental one (not
     /// recorded: it changes the run's cost, never its result).
     pub full: bool,
+    /// A label recorded with the run (`sqlite-dedup spark` names its job so,
+    /// and skips the shards whose runs carry it); empty: none.
+    pub job: String,
+    /// Which phases run here ([`Phases`]; not a setting of its own: the
+    /// entry point decides).
+    pub phases: Phases,
+}
+
+/// Which phases a run computes on this connection.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Phases {
+    /// All of them (`dedup_run`, `dedup_plan`).
+    #[default]
+    All,
+    /// Phase 1 only, for a caller that elects elsewhere (`dedup_prepare`).
+    PrepareOnly,
+    /// Phase 1, then the decisions of a plan made elsewhere, read from this
+    /// table (`dedup_apply_plan`).
+    FromPlan(String),
 }
 
 impl Default for Settings {
@@ -107,6 +127,8 @@ impl Default for Settings {
             columns: Vec::new(),
             lsh_election: "direct".into(),
             full: false,
+            job: String::new(),
+            phases: Phases::All,
         }
     }
 }
@@ -136,10 +158,10 @@ impl Settings {
     /// The settings as a JSON object (recorded in `dedup_runs.settings`).
     pub fn to_json(&self, db: &Connection) -> Result<String> {
         db.query_row(
-            "SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
+            "SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
                     'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16)",
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o)",
             params![
                 self.threshold,
                 self.distance,
@@ -156,7 +178,8 @@ impl Settings {
                 self.compat,
                 self.prefer_json,
                 columns_json(&self.columns),
-                self.lsh_election
+                self.lsh_election,
+                self.job
             ],
             |r| r.get(0),
         )
@@ -283,6 +306,18 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             other => {
                 return fail(format!(
                     "dedup: full must be true or false (1 or 0), got {}",
+                    describe_value(&other)
+                ))
+            }
+        };
+    }
+    if let Some(v) = get("job") {
+        s.job = match v {
+            Value::Null => String::new(),
+            Value::Text(t) if t.chars().count() <= 200 => t,
+            other => {
+                return fail(format!(
+                    "dedup: job must be a label of at most 200 characters, got {}",
                     describe_value(&other)
                 ))
             }

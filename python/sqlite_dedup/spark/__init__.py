@@ -1,0 +1,192 @@
+"""sqlite-dedup on Apache Spark: one dedup over many SQLite shards, with the
+survivors `dedup_run()` gives on their union in one database (the shards
+concatenated in the order given), each shard keeping its archive and its
+restore. PySpark is imported here only inside the functions
+(`pip install "sqlite-dedup[spark]"`).
+
+    from pyspark.sql import SparkSession
+    from sqlite_dedup import spark as dedup_spark
+    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    report = dedup_spark.run(spark, ["crawl-1.db", "crawl-2.db"], {"threshold": 0.9})
+
+Phase 1 runs in a task per shard through the extension (`dedup_prepare`);
+phases 2, 3 and 5 are Spark aggregations; phase 4 (window mode) scans
+ranges of the URL order in tasks, exactly (see `_window`); each shard's
+part of the plan is kept in the shard before any is changed, then applied by
+a task per shard with `dedup_apply_plan` (one transaction each). A job that
+dies midway is completed by running the same command again.
+"""
+import json
+import os
+import uuid
+
+from . import _tasks
+
+__all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
+
+#: The settings a Spark run takes (the others make no sense across shards
+#: yet, see docs/scale-out.md).
+SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
+                      "compat", "columns", "busy_timeout")
+
+#: Scan positions per phase-4 task by default.
+PARTITION_ROWS = 50_000
+
+
+class UnsupportedSetting(ValueError):
+    """A setting the Spark run does not take (yet)."""
+
+
+def _settings_json(settings):
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(SUPPORTED_SETTINGS))
+    if unknown:
+        raise UnsupportedSetting(
+            f"sqlite-dedup spark: setting(s) {', '.join(unknown)} not supported on Spark "
+            f"(supported: {', '.join(SUPPORTED_SETTINGS)})")
+    if settings.get("near_mode", "window") != "window":
+        raise UnsupportedSetting("sqlite-dedup spark: near_mode 'lsh' is not supported on Spark yet (window only)")
+    return json.dumps(settings)
+
+
+def _settings_value(settings_json, key, default):
+    return json.loads(settings_json).get(key, default)
+
+
+def _prepared(spark, paths, settings_json):
+    """Every shard's rows after phase 1, read by the executors (a task per
+    shard), as a DataFrame with the columns of _tasks.ROW_COLUMNS."""
+    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType)
+    types = {"int64": LongType(), "int32": IntegerType(), "string": StringType(), "binary": BinaryType()}
+    schema = StructType([StructField("shard", IntegerType())]
+                        + [StructField(c, types[t]) for c, t in _tasks.ROW_COLUMNS])
+    shards = spark.createDataFrame([(i, os.path.abspath(p)) for i, p in enumerate(paths)], "shard int, path string")
+    shards = shards.repartition(len(paths), "shard")
+
+    def prepare(batches):
+        for batch in batches:
+            for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                yield from _tasks.prepare_shard(index, path, settings_json)
+
+    return shards.mapInArrow(prepare, schema)
+
+
+def plan(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
+    """The decisions a run would take, as a DataFrame (shard, rid, phase,
+    reason, survivor_shard, survivor_rid, ratio, rewrite_url, note) — one
+    row per removed row (phase 1–5) and per kept row whose URL stays apart
+    (phase NULL, rewrite_url) — and the plan's figures (a dict). Shards are
+    numbered from 0 in the order given; nothing is written."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from . import _elect, _window
+
+    settings_json = _settings_json(settings)
+    prepared = _prepared(spark, shard_paths, settings_json).persist(StorageLevel.MEMORY_AND_DISK)
+    figures = {"shards": len(shard_paths)}
+    counts = prepared.groupBy().agg(
+        F.sum(F.when(F.col("placeholder") == 0, 1).otherwise(0)).alias("rows"),
+        F.sum(F.when(F.col("skip_reason").isNotNull(), 1).otherwise(0)).alias("skipped")).collect()[0]
+    figures.update(rows=int(counts["rows"] or 0), skipped=int(counts["skipped"] or 0))
+    exact, winners = _elect.exact_phases(prepared)
+    winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
+    threshold = float(_settings_value(settings_json, "threshold", 0.9))
+    window = int(_settings_value(settings_json, "distance", 50)) - 1
+    texts = prepared.select("shard", "rid", "placeholder", "text")
+    rows = _window.scan_order(winners, prepared.where("placeholder = 1"), texts).persist(StorageLevel.MEMORY_AND_DISK)
+    near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows)
+    figures.update(phase4_rounds=rounds, phase4_range_scans=scans)
+    ids = rows.select("pos", "shard", "rid")
+    near = (near.join(ids, "pos")
+            .join(ids.select(F.col("pos").alias("survivor_pos"), F.col("shard").alias("survivor_shard"),
+                             F.col("rid").alias("survivor_rid")), "survivor_pos")
+            .select("shard", "rid", F.lit(4).alias("phase"),
+                    F.lit("near duplicate: lev_ratio above threshold").alias("reason"),
+                    "survivor_shard", "survivor_rid", "ratio"))
+    near = near.persist(StorageLevel.MEMORY_AND_DISK)
+    survivors = winners.join(near.select("shard", "rid"), ["shard", "rid"], "left_anti")
+    removals = exact.unionByName(near)
+    domains = _elect.domain_phase(survivors, int(_settings_value(settings_json, "n_min", 0)))
+    if domains is not None:
+        removals = removals.unionByName(domains)
+        survivors = survivors.join(domains.select("shard", "rid"), ["shard", "rid"], "left_anti")
+    removals = removals.withColumn("rewrite_url", F.lit(None).cast("string")).withColumn(
+        "note", F.lit(None).cast("string"))
+    apart = _elect.kept_apart(survivors).select(
+        "shard", "rid", F.lit(None).cast("int").alias("phase"), F.lit(None).cast("string").alias("reason"),
+        F.lit(None).cast("int").alias("survivor_shard"), F.lit(None).cast("long").alias("survivor_rid"),
+        F.lit(None).cast("double").alias("ratio"), "rewrite_url", "note")
+    decisions = removals.unionByName(apart).persist(StorageLevel.MEMORY_AND_DISK)
+    per_phase = decisions.where("phase IS NOT NULL").groupBy("phase").count().collect()
+    figures["removed"] = {int(r["phase"]): int(r["count"]) for r in sorted(per_phase)}
+    figures["kept_apart"] = decisions.where("phase IS NULL").count()
+    for rdd in [cached[0], *cached[1]] if cached else []:
+        rdd.unpersist()
+    return decisions, figures
+
+
+def run(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
+    """Deduplicates the shards as one database: plans on Spark, keeps each
+    shard's part of the plan in the shard (table dedup_pending_plan), then
+    applies every part with dedup_apply_plan, a task per shard. Returns the
+    report: the plan's figures, the job id and each shard's run report.
+    A job left unfinished in these shards (a task or the driver died after
+    the plan was kept) is completed first, without planning again."""
+    settings_json = _settings_json(settings)
+    paths = [os.path.abspath(p) for p in shard_paths]
+    sc = spark.sparkContext
+    states = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
+        lambda ip: (ip[0],) + _tasks.job_state(ip[0], ip[1])).collect()
+    pending = {job for _, job, _ in states if job}
+    applied = {j for _, _, done in states for j in done}
+    resumed = None
+    for job in sorted(pending):
+        if job in applied or all(p == job for _, p, _ in states):
+            resumed = job  # the plan was kept in every shard: finish it
+        else:
+            # (Its plan was never kept in every shard, so no shard applied it.)
+            sc.parallelize([(i, p) for i, p in enumerate(paths) if states[i][1] == job], 1).foreach(
+                lambda ip: _tasks.discard_pending(ip[0], ip[1]))
+    report = {"shards": len(paths)}
+    if resumed:
+        job = resumed
+        report["resumed"] = True
+    else:
+        decisions, figures = plan(spark, paths, settings, partition_rows)
+        report.update(figures)
+        job = "spark-" + uuid.uuid4().hex[:16]
+        _keep_plan(decisions, paths, job)
+        decisions.unpersist()
+        if os.environ.get("SQLITE_DEDUP_SPARK_FAIL") == "die-after-plan":  # tests: see _tasks._failed_once
+            os._exit(70)
+    report["job"] = job
+    runs = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
+        lambda ip: (ip[0], _tasks.apply_pending(ip[0], ip[1], job, settings_json))).collect()
+    report["runs"] = [r for _, r in sorted(runs)]
+    report["rows_before"] = sum(r["rows_before"] for r in report["runs"] if r)
+    report["rows_after"] = sum(r["rows_after"] for r in report["runs"] if r)
+    return report
+
+
+def _keep_plan(decisions, paths, job):
+    """Writes each shard's part of the plan into the shard, a task per shard
+    (every shard gets one, even empty)."""
+    from pyspark.sql import functions as F
+    same = F.col("survivor_shard") == F.col("shard")
+    where = F.concat(F.lit("survivor in shard "), (F.col("survivor_shard") + 1).cast("string"),
+                     F.lit(", rowid "), F.col("survivor_rid").cast("string"))
+    rows = decisions.select(
+        "shard", "rid", "phase", "reason",
+        F.when(same, F.col("survivor_rid")).alias("survivor"), "ratio", "rewrite_url",
+        F.when(F.col("survivor_shard").isNotNull() & ~same, where).otherwise(F.col("note")).alias("note"))
+    n = len(paths)
+    keyed = rows.rdd.map(lambda r: (r[0], tuple(r[1:]))).union(
+        rows.sparkSession.sparkContext.parallelize([(i, None) for i in range(n)], 1))
+    grouped = keyed.partitionBy(n, lambda k: k)
+
+    def keep(index, items, paths=paths, job=job):
+        mine = [row for _, row in items if row is not None]
+        _tasks.write_pending(index, paths[index], job, mine)
+        return iter([index])
+
+    grouped.mapPartitionsWithIndex(keep).collect()

@@ -1,0 +1,207 @@
+"""What Spark's tasks run on the executors: the extension on a shard (or on
+an in-memory database) through Python's sqlite3 module. Nothing here imports
+PySpark; pyarrow is imported where batches are built."""
+import json
+import os
+import sqlite3
+
+import sqlite_dedup
+
+#: The columns of each row as `dedup_prepare` leaves them (temp._dedup_rows),
+#: with their Arrow types; `shard` comes first.
+ROW_COLUMNS = [
+    ("rid", "int64"), ("placeholder", "int32"), ("skip_reason", "string"), ("discard_reason", "string"),
+    ("canonical_url", "string"), ("url_key", "string"), ("strict_url", "string"), ("extra_params", "string"),
+    ("domain", "string"), ("hash_key", "string"), ("has_hash", "int32"), ("external", "int32"),
+    ("https", "int32"), ("datetime_key", "binary"), ("crawled_key", "binary"), ("length_key", "binary"),
+    ("url_length", "int64"), ("datetime4_key", "binary"), ("crawled4_key", "binary"),
+    ("length4_key", "binary"), ("has_text", "int32"), ("text", "string"),
+]
+
+#: Rows per Arrow batch read from a shard.
+BATCH_ROWS = 4096
+
+
+class ShardError(RuntimeError):
+    """A shard that cannot take part: the message names the file."""
+
+
+def extension_path():
+    """The extension the tasks load: $SQLITE_DEDUP_EXTENSION (a path without
+    `.so`), else the one in this package."""
+    return os.environ.get("SQLITE_DEDUP_EXTENSION") or sqlite_dedup.loadable_path()
+
+
+def connect(path, readonly=False):
+    """A connection to `path` with the extension loaded (no implicit
+    transactions: the extension's runner makes its own)."""
+    uri = f"file:{path}?mode=ro" if readonly else f"file:{path}?mode=rw"
+    if path == ":memory:":
+        uri = ":memory:"
+    conn = sqlite3.connect(uri, uri=uri != ":memory:", isolation_level=None, check_same_thread=False)
+    conn.enable_load_extension(True)
+    conn.load_extension(extension_path())
+    conn.enable_load_extension(False)
+    return conn
+
+
+def shard_error(index, path, error):
+    """A ShardError naming the shard."""
+    return ShardError(f"sqlite-dedup spark: shard {index + 1} ({path}): {error}")
+
+
+def prepare_shard(index, path, settings_json):
+    """Phase 1 on one shard: yields Arrow record batches of its rows (the
+    columns of ROW_COLUMNS after `shard`)."""
+    import pyarrow as pa
+
+    if not os.path.isfile(path):
+        raise shard_error(index, path, "no such file")
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
+            cursor = conn.execute(f"SELECT {', '.join(c for c, _ in ROW_COLUMNS)} FROM temp._dedup_rows")
+            types = [pa.int32()] + [getattr(pa, t)() for _, t in ROW_COLUMNS]
+            names = ["shard"] + [c for c, _ in ROW_COLUMNS]
+            while True:
+                rows = cursor.fetchmany(BATCH_ROWS)
+                if not rows:
+                    break
+                columns = list(zip(*rows))
+                arrays = [pa.array([index] * len(rows), pa.int32())]
+                arrays += [pa.array(col, type=t) for col, t in zip(columns, types[1:])]
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, e) from None
+
+
+def scan_partition(rows, entry_dead, threshold, window):
+    """Phase 4's window scan of one range of the scan order, through the
+    extension's near_dups on an in-memory database. `rows` are (pos, rank,
+    text, halo) in any order: the range's own rows, then its halo (the
+    `window` rows after it, compared with but never anchors); `entry_dead`
+    the positions of its own rows that anchors before the range removed
+    (they keep their slot, never compared). Returns the removals (pos,
+    survivor pos, anchor pos, ratio) and the positions of the halo it
+    removed (what the next range must take as its entry)."""
+    conn = connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE scan (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER, settled INTEGER)")
+        dead = set(entry_dead)
+        conn.executemany(
+            "INSERT INTO scan VALUES (?1, ?1, ?2, ?3, ?4)",
+            ((pos, None if pos in dead else text, rank, 1 if halo else None) for pos, rank, text, halo in rows))
+        removed = conn.execute(
+            "SELECT id, survivor, anchor, ratio FROM near_dups('scan', ?, ?)", (threshold, window)).fetchall()
+        halo = {pos for pos, _, _, h in rows if h}
+        return removed, sorted(pos for pos, _, _, _ in removed if pos in halo)
+    finally:
+        conn.close()
+
+
+PENDING = "dedup_pending_plan"
+
+
+def write_pending(index, path, job, rows):
+    """Keeps a shard's part of a job's plan in the shard (table
+    dedup_pending_plan), in one transaction, before any shard is changed:
+    a job that dies later is completed from these tables."""
+    try:
+        conn = connect(path)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {PENDING} (job TEXT, rid INTEGER, phase INTEGER, reason TEXT, "
+                         "survivor INTEGER, ratio REAL, rewrite_url TEXT, note TEXT)")
+            conn.execute(f"DELETE FROM {PENDING}")
+            # A row with rid NULL marks the shard's part as complete (even empty).
+            conn.executemany(f"INSERT INTO {PENDING} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             [(job,) + tuple(r) for r in rows] + [(job, None, None, None, None, None, None, None)])
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, e) from None
+
+
+def job_state(index, path, job=None):
+    """(pending job or None, jobs recorded in the shard's dedup_runs)."""
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            have = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE name IN (?, 'dedup_runs') AND type = 'table'", (PENDING,))}
+            pending = None
+            if PENDING in have:
+                row = conn.execute(f"SELECT job FROM {PENDING} WHERE rid IS NULL LIMIT 1").fetchone()
+                pending = row[0] if row else None
+            done = set()
+            if "dedup_runs" in have:
+                done = {r[0] for r in conn.execute(
+                    "SELECT json_extract(settings, '$.job') FROM dedup_runs WHERE json_valid(settings) "
+                    "AND json_extract(settings, '$.job') IS NOT NULL")}
+            return pending, sorted(done)
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, e) from None
+
+
+def apply_pending(index, path, job, settings_json):
+    """Applies the shard's part of `job` (its dedup_pending_plan) with
+    dedup_apply_plan, one transaction: returns the run's report (a dict),
+    or None when the shard's dedup_runs already has the job (a rerun)."""
+    inject = os.environ.get("SQLITE_DEDUP_SPARK_FAIL", "")
+    if inject == f"apply:{index + 1}:always" or (inject == f"apply:{index + 1}" and not _failed_once(path)):
+        raise RuntimeError(f"sqlite-dedup spark: failure injected before applying shard {index + 1}")
+    try:
+        conn = connect(path)
+        try:
+            pending, done = job_state(index, path)
+            if job in done:
+                conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+                return None
+            if pending != job:
+                raise shard_error(index, path, f"holds no plan of job {job} (got {pending})")
+            settings = dict(json.loads(settings_json), job=job)
+            conn.execute(
+                "CREATE TEMP TABLE plan AS SELECT rid, phase, reason, survivor, ratio, rewrite_url, note "
+                f"FROM {PENDING} WHERE rid IS NOT NULL AND job = ?", (job,))
+            conn.execute("SELECT dedup_apply_plan('temp.plan', ?)", (json.dumps(settings),)).fetchone()
+            # (Applied: the pending part goes; if this step is lost, the
+            # next run sees the job in dedup_runs and drops it.)
+            conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+            row = conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()
+            return json.loads(row[0])
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, e) from None
+
+
+def discard_pending(index, path):
+    """Drops a pending plan of a job that never finished writing its plan
+    (so never applied any shard)."""
+    try:
+        conn = connect(path)
+        try:
+            conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, e) from None
+
+
+def _failed_once(path):
+    """For the failures injected by $SQLITE_DEDUP_SPARK_FAIL (tests only):
+    `apply:N` fails the first attempt to apply shard N (a marker file
+    beside it remembers it), so that Spark's retry succeeds; `apply:N:always`
+    fails every attempt; `die-after-plan` ends the driver once the plan is
+    kept in every shard. True after the first time for this shard."""
+    marker = path + ".spark-fail-injected"
+    if os.path.exists(marker):
+        return True
+    open(marker, "w").close()
+    return False

@@ -1,0 +1,99 @@
+"""`sqlite-dedup spark run SHARD.db...`: the dedup of many SQLite shards as
+one database, on Apache Spark (local[N], or a cluster through --master or
+spark-submit)."""
+import argparse
+import json
+import os
+import sys
+
+
+def parser():
+    """The command's arguments."""
+    p = argparse.ArgumentParser(prog="sqlite-dedup spark", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="deduplicate the shards as one database (each shard: one transaction)")
+    run.add_argument("shards", nargs="+", metavar="SHARD.db",
+                     help="the shards, in the order of the one database they make")
+    run.add_argument("--master", help="Spark master URL (default: local[*], or what spark-submit gives)")
+    run.add_argument("--partition-rows", type=int, default=None, metavar="N",
+                     help="scan positions per phase-4 task (default 50000; at least distance - 1)")
+    run.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
+    run.add_argument("--distance", type=int, help="rows compared in the window, the reference's distance (50)")
+    run.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
+    run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    run.add_argument("--keep-params", action="store_true",
+                     help="keep all but tracking query parameters (setting discard_params = 0)")
+    run.add_argument("--table", help="the table of pages in every shard (default pages)")
+    run.add_argument("--columns", metavar="JSON", help="the table's columns for the pipeline's names")
+    run.add_argument("--compat", choices=["reference", "none"], help="'reference': the reference's behaviour")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    missing = [s for s in args.shards if not os.path.isfile(s)]
+    if missing:
+        print(f"sqlite-dedup spark: no database file {missing[0]!r}; nothing was changed", file=sys.stderr)
+        return 1
+    settings = {k: v for k, v in {
+        "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
+        "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
+        "table": args.table, "columns": args.columns, "compat": args.compat}.items() if v is not None}
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        print('sqlite-dedup spark: PySpark is not installed: pip install "sqlite-dedup[spark]" '
+              "(and Java 17: apt-get install openjdk-17-jre-headless)", file=sys.stderr)
+        return 2
+    from sqlite_dedup import spark as dedup_spark
+    # Workers run this interpreter unless told otherwise (in local mode).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("sqlite-dedup")
+    # (Under spark-submit, SPARK_ENV_LOADED is set and the master is its own.)
+    master = args.master or ("" if os.environ.get("SPARK_ENV_LOADED") else "local[*]")
+    if master:
+        builder = builder.master(master)
+    if master.startswith("local"):
+        # (Spark's 200 shuffle partitions cost more than they split on one machine.)
+        builder = builder.config("spark.sql.shuffle.partitions", str(4 * (os.cpu_count() or 2)))
+    spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        kw = {"partition_rows": args.partition_rows} if args.partition_rows else {}
+        report = dedup_spark.run(spark, args.shards, settings, **kw)
+    except (dedup_spark.UnsupportedSetting, ValueError) as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except Exception as e:  # a task's error arrives wrapped: its last line says what is wrong
+        lines = [line for line in str(e).splitlines() if "sqlite-dedup spark:" in line or "dedup" in line]
+        print(lines[-1].split("ShardError: ")[-1] if lines else str(e), file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(text(report))
+    return 0
+
+
+def text(report):
+    """The report in words."""
+    lines = [f"spark job {report['job']}: {report['shards']} shard(s), "
+             f"{report['rows_before']} rows -> {report['rows_after']} rows"
+             + (" (a job left unfinished, completed)" if report.get("resumed") else "")]
+    names = {1: "URL ignored/unparseable", 2: "same canonical URL", 3: "same content hash", 4: "near duplicate",
+             5: "domain below n_min"}
+    for phase, n in sorted((int(k), v) for k, v in report.get("removed", {}).items()):
+        lines.append(f"  phase {phase} ({names[phase]}): {n} removed")
+    if report.get("kept_apart"):
+        lines.append(f"  kept apart: {report['kept_apart']} page(s) whose URLs differ in a parameter that changes content")
+    if report.get("phase4_rounds"):
+        lines.append(f"  phase 4: {report['phase4_range_scans']} range scan(s) in {report['phase4_rounds']} round(s)")
+    for i, r in enumerate(report.get("runs", [])):
+        if r:
+            lines.append(f"  shard {i + 1}: run {r['run']}, {r['rows_before']} -> {r['rows_after']} rows")
+        else:
+            lines.append(f"  shard {i + 1}: already applied by this job")
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+-- Each row as a run made elsewhere reads it (dedup_prepare; `sqlite-dedup
+-- spark` elects over many shards at once): phase 1's values, the keys of
+-- every election as dedup_sort_key values (BLOBs whose byte order is
+-- SQLite's order of the values, so that another engine sorts them as the
+-- phase scripts do), the text phase 4 compares, and phase 4's placeholders
+-- (placeholder = 1: url and rid only).
+DROP VIEW IF EXISTS temp._dedup_rows;
+CREATE TEMP VIEW _dedup_rows AS
+SELECT p.source_rowid AS rid,
+       0 AS placeholder,
+       p.skip_reason,
+       p.discard_reason,
+       p.canonical_url,
+       coalesce(p.strict_url, p.canonical_url) AS url_key,
+       p.strict_url,
+       CASE WHEN p.strict_url IS NOT NULL THEN dedup_extra_params(p.strict_url, p.canonical_url) END AS extra_params,
+       p.domain,
+       quote(p.content_hash) AS hash_key,
+       p.content_hash IS NOT NULL AS has_hash,
+       CASE WHEN p.category = 'external' THEN 1 ELSE 0 END AS external,
+       p.https,
+       dedup_sort_key(p.datetime) AS datetime_key,
+       dedup_sort_key(p.crawled) AS crawled_key,
+       dedup_sort_key(p.length) AS length_key,
+       length(p.canonical_url) - p.https AS url_length,
+       dedup_sort_key(NULLIF(p.datetime, '')) AS datetime4_key,
+       dedup_sort_key(NULLIF(p.crawled, '')) AS crawled4_key,
+       dedup_sort_key(coalesce(p.length, 0)) AS length4_key,
+       p.has_text,
+       CASE WHEN p.has_text AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
+            THEN coalesce(p.fill_parsed, g.parsed) END AS text
+FROM _dedup_prepared AS p
+JOIN _dedup_source AS g ON g.rid = p.source_rowid
+UNION ALL
+SELECT id, 1, NULL, NULL, url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
+FROM _dedup_placeholders;

@@ -1,0 +1,245 @@
+"""Spark (issue 27, docs/scale-out.md): `sqlite-dedup spark run` over shards
+of a database leaves, in the union of the shards, exactly what dedup_run()
+leaves in the whole database (the expected side, whose parity with the
+reference is tested elsewhere): every kept row as the run rewrote it, every
+removed row with its phase, reason, survivor and ratio. The shards are
+contiguous rowid ranges of unequal sizes (rowids kept, so the shards in
+order are the database), and phase 4's ranges are small, so that their
+boundaries fall inside groups of near-copies. Also: restore per shard,
+a second run, an injected task failure (retried), a job that dies midway
+(completed by running the command again), a bad shard (an error naming it
+before any shard changes)."""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import pipeline as P
+
+PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
+HAS_SPARK = subprocess.run([PYTHON, "-c", "import pyspark, pyarrow"], capture_output=True).returncode == 0 \
+    and shutil.which("java") is not None
+
+
+def require_spark():
+    """Skips without PySpark (and pyarrow) or Java; in CI, which installs
+    them (.ci/run), their absence is a failure."""
+    if HAS_SPARK:
+        return
+    message = f'needs PySpark, pyarrow and Java for {PYTHON}: pip install "pyspark>=4" pyarrow (.ci/run does)'
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    """The Python package with the release build, as a directory for
+    PYTHONPATH (the driver's and the workers')."""
+    require_spark()
+    root = tmp_path_factory.mktemp("pkg")
+    shutil.copytree(os.path.join(P.ROOT, "python", "sqlite_dedup"), root / "sqlite_dedup")
+    shutil.copy(P.EXTENSION + ".so", root / "sqlite_dedup" / "dedup0.so")
+    return str(root)
+
+
+def env_for(package, **extra):
+    return dict(os.environ, PYTHONPATH=package, PYSPARK_PYTHON=PYTHON, SQLITE_DEDUP_EXTENSION=P.EXTENSION, **extra)
+
+
+@pytest.fixture(scope="module")
+def spark(package):
+    """One local Spark session (2 cores) for the in-process tests."""
+    os.environ.update(env_for(package))
+    sys.path.insert(0, package)
+    from pyspark.sql import SparkSession
+    session = (SparkSession.builder.master("local[2]").appName("sqlite-dedup tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def split(src, dst_dir, cuts):
+    """Shards of src's pages: contiguous rowid ranges cut at the fractions
+    `cuts`, rowids kept; their paths."""
+    s = sqlite3.connect(src)
+    ddl = s.execute("SELECT sql FROM sqlite_schema WHERE name = 'pages'").fetchone()[0]
+    ids = [r[0] for r in s.execute("SELECT rowid FROM pages ORDER BY rowid")]
+    cols = ", ".join(f'"{r[1]}"' for r in s.execute("PRAGMA table_info(pages)"))
+    s.close()
+    bounds = [0] + [int(len(ids) * c) for c in cuts] + [len(ids)]
+    paths = []
+    for i in range(len(bounds) - 1):
+        lo = ids[bounds[i]]
+        hi = ids[bounds[i + 1]] if bounds[i + 1] < len(ids) else ids[-1] + 1
+        path = os.path.join(str(dst_dir), f"shard-{i + 1}.db")
+        c = sqlite3.connect(path)
+        c.execute(ddl)
+        c.execute("ATTACH ? AS src", (src,))
+        c.execute(f"INSERT INTO pages (rowid, {cols}) SELECT rowid, {cols} FROM src.pages WHERE rowid >= ? AND rowid < ?",
+                  (lo, hi))
+        c.commit()
+        c.close()
+        paths.append(path)
+    return paths
+
+
+def state(paths):
+    """Every row of the pages tables, and every archived row of the latest
+    run with its phase, reason, survivor (a rowid: shards keep the
+    database's rowids, and a survivor in another shard is named in the
+    row's note) and ratio."""
+    pages, removed = {}, {}
+    for path in paths:
+        c = sqlite3.connect(path)
+        for r in c.execute("SELECT rowid, * FROM pages"):
+            assert r[0] not in pages
+            pages[r[0]] = r[1:]
+        run = c.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+        elsewhere = dict(c.execute(
+            "SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'survivor elsewhere' AND dedup_run = ?", (run,)))
+        for rid, phase, reason, survivor, ratio in c.execute(
+                "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio FROM dedup_removed "
+                "WHERE dedup_run = ?", (run,)):
+            if rid in elsewhere:
+                assert survivor is None
+                survivor = int(elsewhere[rid].rsplit(" ", 1)[1])
+            removed[rid] = (phase, reason, survivor, None if ratio is None else round(ratio, 12))
+        c.close()
+    return pages, removed
+
+
+def whole_run(path, settings):
+    conn = P.connect(path)
+    conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+    conn.close()
+
+
+def dump(path):
+    """A shard's pages and schema, to compare before and after."""
+    c = sqlite3.connect(path)
+    out = (c.execute("SELECT name, sql FROM sqlite_schema ORDER BY name").fetchall(),
+           c.execute("SELECT rowid, * FROM pages ORDER BY rowid").fetchall())
+    c.close()
+    return out
+
+
+def spark_cli(package, args, timeout=600, **env):
+    return subprocess.run([PYTHON, "-m", "sqlite_dedup", "spark", "run", *args], capture_output=True, text=True,
+                          env=env_for(package, **env), timeout=timeout)
+
+
+VARIANTS = [
+    ("default", {}),
+    ("threshold-0.9-n_min-3", {"threshold": 0.9, "n_min": 3}),
+    ("threshold-1.0", {"threshold": 1.0}),
+    ("keep-params", {"discard_params": 0}),
+]
+
+
+@pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])
+def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, name, settings):
+    from sqlite_dedup import spark as dedup_spark
+    whole = P.copy_corpus(tmp_path)
+    shards = split(whole, tmp_path, [0.05, 0.1, 0.3, 0.35, 0.6, 0.9])
+    before = [dump(p) for p in shards]
+    report = dedup_spark.run(spark, shards, settings, partition_rows=60)
+    whole_run(whole, settings)
+    expected, got = state([whole]), state(shards)
+    assert got[1] == expected[1]
+    assert got[0] == expected[0]
+    assert report["rows_before"] == 5000 and report["rows_after"] == len(expected[0])
+    if settings.get("threshold", 0.9) < 1.0:
+        # Ranges of 60 positions, a window of 49: boundaries fall inside groups.
+        assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
+    if name == "default":
+        # A second run over the shards is a second run over the database
+        # (placeholders of phase 4 kept in every shard's archive).
+        dedup_spark.run(spark, shards, settings, partition_rows=60)
+        whole_run(whole, settings)
+        assert state(shards) == state([whole])
+        # Restore on every shard gives every shard back.
+        for path in shards:
+            conn = P.connect(path)
+            while conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs'").fetchone()[0]:
+                conn.execute("SELECT dedup_restore()").fetchone()
+            conn.close()
+        assert [dump(p)[1] for p in shards] == [b[1] for b in before]
+
+
+def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(P.DEMO, whole)
+    shards = split(whole, tmp_path, [0.2, 0.7])
+    run = spark_cli(package, [*shards, "--master", "local[2]", "--partition-rows", "60"])
+    assert run.returncode == 0, run.stderr
+    whole_run(whole, {})
+    assert state(shards) == state([whole])
+    assert "3 shard(s), 600 rows -> 245 rows" in run.stdout
+    assert "shard 2: run 1, 300 -> 117 rows" in run.stdout
+
+
+def test_a_failed_task_is_retried_with_the_same_result(package, tmp_path):
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(P.DEMO, whole)
+    shards = split(whole, tmp_path, [0.3, 0.5])
+    # local[2,3]: up to 3 attempts a task; shard 2's first apply fails.
+    run = spark_cli(package, [*shards, "--master", "local[2,3]", "--partition-rows", "60"],
+                    SQLITE_DEDUP_SPARK_FAIL="apply:2")
+    assert run.returncode == 0, run.stderr
+    assert os.path.exists(shards[1] + ".spark-fail-injected")
+    whole_run(whole, {})
+    assert state(shards) == state([whole])
+
+
+@pytest.mark.parametrize("death", ["die-after-plan", "apply:3:always"])
+def test_a_job_that_dies_midway_is_completed_by_the_same_command(package, tmp_path, death):
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(P.DEMO, whole)
+    shards = split(whole, tmp_path, [0.25, 0.6])
+    args = [*shards, "--master", "local[2]", "--partition-rows", "60"]
+    before = [dump(p) for p in shards]
+    first = spark_cli(package, args, SQLITE_DEDUP_SPARK_FAIL=death)
+    assert first.returncode != 0
+    if death == "apply:3:always":
+        assert "failure injected before applying shard 3" in first.stderr + first.stdout
+    # Every shard is untouched (but for the plan kept in it) or fully
+    # applied; shard 3 is untouched either way.
+    assert dump(shards[2])[1] == before[2][1]
+    for path, b in zip(shards, before):
+        runs = sqlite3.connect(path).execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs'").fetchone()[0]
+        assert runs or dump(path)[1] == b[1]
+    again = spark_cli(package, args)
+    assert again.returncode == 0, again.stderr
+    assert "completed" in again.stdout
+    whole_run(whole, {})
+    assert state(shards) == state([whole])
+    # Nothing was applied twice: one run in every shard.
+    for path in shards:
+        assert sqlite3.connect(path).execute("SELECT count(*) FROM dedup_runs").fetchone()[0] == 1
+
+
+def test_a_bad_shard_is_named_before_any_shard_changes(package, tmp_path):
+    shards = split(P.DEMO, tmp_path, [0.5])
+    bad = str(tmp_path / "other.db")
+    sqlite3.connect(bad).execute("CREATE TABLE documents (url TEXT)").connection.commit()
+    before = [dump(p) for p in shards]
+    run = spark_cli(package, [shards[0], bad, shards[1], "--master", "local[2]"])
+    assert run.returncode == 1
+    assert f"shard 2 ({bad})" in run.stderr and "pages" in run.stderr, run.stderr
+    assert [dump(p) for p in shards] == before
+
+
+def test_settings_spark_does_not_take_are_refused(spark, tmp_path):
+    from sqlite_dedup import spark as dedup_spark
+    shards = split(P.DEMO, tmp_path, [0.5])
+    for settings in ({"near_mode": "lsh"}, {"prefer": ["crawled DESC"]}, {"boilerplate": "strip"}):
+        with pytest.raises(dedup_spark.UnsupportedSetting):
+            dedup_spark.run(spark, shards, settings)
