@@ -56,13 +56,19 @@ def plugins(version, outdir):
 def main(so, version, platform, outdir):
     package = os.path.join(ROOT, "python", "sqlite_dedup")
     files = {}
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py"):
-            with open(os.path.join(package, name), "rb") as f:
+    # The package and its subpackages (sqlite_dedup.spark), .py files only.
+    for folder, dirs, names in sorted(os.walk(package)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(folder, package).replace(os.sep, "/")
+        prefix = "sqlite_dedup/" if rel == "." else f"sqlite_dedup/{rel}/"
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(folder, name), "rb") as f:
                 text = f.read()
-            if name == "__init__.py":
+            if prefix == "sqlite_dedup/" and name == "__init__.py":
                 text = re.sub(rb'__version__ = "[^"]*"', f'__version__ = "{version}"'.encode(), text)
-            files[f"sqlite_dedup/{name}"] = text
+            files[prefix + name] = text
     with open(so, "rb") as f:
         files["sqlite_dedup/dedup0.so"] = f.read()
     info = f"sqlite_dedup-{version}.dist-info"
@@ -72,7 +78,13 @@ def main(so, version, platform, outdir):
         "Metadata-Version: 2.1\nName: sqlite-dedup\n"
         f"Version: {version}\n"
         "Summary: SQLite extension that finds and removes duplicate and near-duplicate web pages\n"
-        "License: MIT\nRequires-Python: >=3.8\nDescription-Content-Type: text/markdown\n\n" + readme).encode()
+        "License: MIT\nRequires-Python: >=3.8\n"
+        # `pip install "sqlite-dedup[spark]"`: the Spark layer (docs/scale-out.md).
+        "Provides-Extra: spark\n"
+        'Requires-Dist: pyspark>=4.0; extra == "spark"\n'
+        'Requires-Dist: pyarrow>=11; extra == "spark"\n'
+        'Requires-Dist: pandas>=2.2; extra == "spark"\n'
+        "Description-Content-Type: text/markdown\n\n" + readme).encode()
     files[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: sqlite-dedup scripts/build_wheel.py\n"
                               f"Root-Is-Purelib: false\nTag: py3-none-{platform}\n").encode()
     files[f"{info}/entry_points.txt"] = b"[console_scripts]\nsqlite-dedup = sqlite_dedup.cli:main\n"

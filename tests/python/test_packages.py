@@ -118,6 +118,25 @@ print(json.dumps({{"report": report, "why": sqlite_dedup.explain(conn, removed),
     assert bad.returncode == 1 and "threshold must be in [0.0, 1.0], got 1.5" in bad.stderr
 
 
+def test_the_wheel_carries_the_spark_layer_as_an_extra(tmp_path, dist):
+    import zipfile
+    with zipfile.ZipFile(our_wheel(dist)) as w:
+        names = set(w.namelist())
+        meta = w.read(f"sqlite_dedup-{dist['version']}.dist-info/METADATA").decode()
+    assert {"sqlite_dedup/spark/__init__.py", "sqlite_dedup/spark/cli.py", "sqlite_dedup/spark/_tasks.py"} <= names
+    assert "Provides-Extra: spark" in meta and 'Requires-Dist: pyspark>=4.0; extra == "spark"' in meta
+    # Without PySpark the command says how to get it, and changes nothing.
+    bin_ = installed(tmp_path, dist)
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    run = subprocess.run([f"{bin_}/sqlite-dedup", "spark", "run", db], capture_output=True, text=True)
+    assert run.returncode == 2 and 'pip install "sqlite-dedup[spark]"' in run.stderr, run.stderr
+    # (Importing the subpackage does not import PySpark.)
+    imp = subprocess.run([f"{bin_}/python", "-c", "import sqlite_dedup.spark, sys; print('pyspark' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert imp.stdout.strip() == "False"
+
+
 def removed_rowid(db):
     import sqlite3
     return sqlite3.connect(db).execute("SELECT dedup_rowid FROM dedup_removed LIMIT 1").fetchone()[0]

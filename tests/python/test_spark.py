@@ -243,3 +243,48 @@ def test_settings_spark_does_not_take_are_refused(spark, tmp_path):
     for settings in ({"near_mode": "lsh"}, {"prefer": ["crawled DESC"]}, {"boilerplate": "strip"}):
         with pytest.raises(dedup_spark.UnsupportedSetting):
             dedup_spark.run(spark, shards, settings)
+
+
+def test_the_pages_local_example_prints_what_it_shows(package, tmp_path):
+    """docs/scale-out.md's shell example, run as shown (in a scratch folder
+    with the demo beside it), prints the output the page shows."""
+    import re
+    page = open(os.path.join(P.ROOT, "docs", "scale-out.md")).read()
+    section = page.split("## Run it on one machine", 1)[1].split("\n## ", 1)[0]
+    script, shown = re.findall(r"```(?:sh|text)\n(.*?)```", section, re.S)[:2]
+    os.symlink(os.path.join(P.ROOT, "demo"), tmp_path / "demo")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "sqlite-dedup").write_text(f'#!/bin/sh\nexec {PYTHON} -m sqlite_dedup "$@"\n')
+    (bindir / "sqlite-dedup").chmod(0o755)
+    env = env_for(package, PATH=f"{bindir}:{os.environ['PATH']}")
+    run = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert re.sub(r"spark-[0-9a-f]+", "spark-…", run.stdout).strip() == shown.strip()
+    kept = sum(sqlite3.connect(str(tmp_path / f"shard-{i}.db")).execute("SELECT count(*) FROM pages").fetchone()[0]
+               for i in range(3))
+    assert kept == 245
+
+
+def test_plan_of_pages_already_in_a_dataframe_is_dedup_plan(spark, tmp_path):
+    """plan(pages_df, settings): the decisions for pages in Spark equal
+    dedup_plan's on the same rows in one database (ids as rowids)."""
+    from sqlite_dedup import spark as dedup_spark
+    conn = P.connect(P.DEMO)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+    rows = conn.execute(f"SELECT rowid, {', '.join(cols)} FROM pages").fetchall()
+    conn.execute("SELECT dedup_plan('{\"n_min\": 2}')").fetchone()
+    expected = {r[0]: r[1:] for r in conn.execute(
+        "SELECT source_rowid, phase, reason, survivor, round(ratio, 12) FROM temp._dedup_removal")}
+    conn.close()
+    kinds = {int: "long", float: "double", bytes: "binary", str: "string"}
+    types = [next((kinds[type(r[k])] for r in rows if r[k] is not None), "string") for k in range(1, len(cols) + 1)]
+    df = spark.createDataFrame(rows, ", ".join(["id long"] + [f"{c} {t}" for c, t in zip(cols, types)])).repartition(3)
+    decisions, figures = dedup_spark.plan(df, {"n_min": 2}, partition_rows=60)
+    got = {r["rid"]: (r["phase"], r["reason"], r["survivor_rid"], None if r["ratio"] is None else round(r["ratio"], 12))
+           for r in decisions.where("phase IS NOT NULL").collect()}
+    assert got == expected
+    assert figures["rows"] == 600
+    with pytest.raises(ValueError, match="id column 'rowid'"):
+        dedup_spark.plan(df, {}, id_column="rowid")

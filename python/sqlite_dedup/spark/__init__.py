@@ -17,7 +17,9 @@ a task per shard with `dedup_apply_plan` (one transaction each). A job that
 dies midway is completed by running the same command again.
 """
 import json
+import math
 import os
+import time
 import uuid
 
 from . import _tasks
@@ -29,7 +31,8 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout")
 
-#: Scan positions per phase-4 task by default.
+#: Scan positions per phase-4 task at most, by default (fewer when that
+#: gives fewer than two tasks a core).
 PARTITION_ROWS = 50_000
 
 
@@ -53,13 +56,17 @@ def _settings_value(settings_json, key, default):
     return json.loads(settings_json).get(key, default)
 
 
+def _row_schema():
+    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType)
+    types = {"int64": LongType(), "int32": IntegerType(), "string": StringType(), "binary": BinaryType()}
+    return StructType([StructField("shard", IntegerType())]
+                      + [StructField(c, types[t]) for c, t in _tasks.ROW_COLUMNS])
+
+
 def _prepared(spark, paths, settings_json):
     """Every shard's rows after phase 1, read by the executors (a task per
     shard), as a DataFrame with the columns of _tasks.ROW_COLUMNS."""
-    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType)
-    types = {"int64": LongType(), "int32": IntegerType(), "string": StringType(), "binary": BinaryType()}
-    schema = StructType([StructField("shard", IntegerType())]
-                        + [StructField(c, types[t]) for c, t in _tasks.ROW_COLUMNS])
+    schema = _row_schema()
     shards = spark.createDataFrame([(i, os.path.abspath(p)) for i, p in enumerate(paths)], "shard int, path string")
     shards = shards.repartition(len(paths), "shard")
 
@@ -71,31 +78,83 @@ def _prepared(spark, paths, settings_json):
     return shards.mapInArrow(prepare, schema)
 
 
-def plan(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
+def _prepared_pages(pages, settings_json, id_column):
+    """Phase 1 on the pages of a DataFrame (its columns named as the
+    pipeline's: url, parsed, ...; rows ordered by `id_column`), in its
+    partitions, as one shard (0)."""
+    columns = [c for c in pages.columns if c in _tasks.PAGE_COLUMNS]
+    if "url" not in columns:
+        raise ValueError(f"sqlite-dedup spark: the pages need a url column, got {', '.join(pages.columns)}")
+    if id_column not in pages.columns:
+        raise ValueError(f"sqlite-dedup spark: the pages need an id column {id_column!r} (unique integers: "
+                         f"their order is the database's), got {', '.join(pages.columns)}")
+    source = pages.select(id_column, *columns)
+    return source.mapInArrow(
+        lambda batches: _tasks.prepare_batches(batches, id_column, columns, settings_json), _row_schema())
+
+
+def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column="id"):
     """The decisions a run would take, as a DataFrame (shard, rid, phase,
     reason, survivor_shard, survivor_rid, ratio, rewrite_url, note) — one
     row per removed row (phase 1–5) and per kept row whose URL stays apart
-    (phase NULL, rewrite_url) — and the plan's figures (a dict). Shards are
-    numbered from 0 in the order given; nothing is written."""
+    (phase NULL, rewrite_url) — and the plan's figures (a dict); nothing is
+    written. `source` is a SparkSession and `shard_paths` the shards
+    (numbered from 0 in the order given), or `source` is a DataFrame of
+    pages already in Spark (Parquet, Delta, a table: `plan(pages_df,
+    settings)`), with the pipeline's column names and unique integer ids
+    in `id_column` (shard 0, rid = id). Phase 4 scans
+    ranges of `partition_rows` positions (by default at most PARTITION_ROWS,
+    and fewer when that gives fewer than two ranges a core)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from . import _elect, _window
 
     settings_json = _settings_json(settings)
-    prepared = _prepared(spark, shard_paths, settings_json).persist(StorageLevel.MEMORY_AND_DISK)
-    figures = {"shards": len(shard_paths)}
+    clock = [time.perf_counter()]
+    seconds = {}
+
+    def lap(name):
+        now = time.perf_counter()
+        seconds[name] = round(now - clock[0], 3)
+        clock[0] = now
+
+    keep = []
+
+    def persisted(df):
+        keep.append(df)
+        return df.persist(StorageLevel.MEMORY_AND_DISK)
+
+    if hasattr(source, "mapInArrow"):  # a DataFrame of pages
+        if settings is None and isinstance(shard_paths, dict):
+            settings, shard_paths = shard_paths, None
+        settings_json = _settings_json(settings)
+        spark = source.sparkSession
+        prepared = persisted(_prepared_pages(source, settings_json, id_column))
+        figures = {"shards": 1, "seconds": seconds}
+    else:
+        spark = source
+        prepared = persisted(_prepared(spark, shard_paths, settings_json))
+        figures = {"shards": len(shard_paths), "seconds": seconds}
     counts = prepared.groupBy().agg(
         F.sum(F.when(F.col("placeholder") == 0, 1).otherwise(0)).alias("rows"),
         F.sum(F.when(F.col("skip_reason").isNotNull(), 1).otherwise(0)).alias("skipped")).collect()[0]
     figures.update(rows=int(counts["rows"] or 0), skipped=int(counts["skipped"] or 0))
+    lap("01_prepare")
     exact, winners = _elect.exact_phases(prepared)
-    winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
+    winners = persisted(winners)
+    winners.count()
+    lap("02_03_elections")
     threshold = float(_settings_value(settings_json, "threshold", 0.9))
     window = int(_settings_value(settings_json, "distance", 50)) - 1
     texts = prepared.select("shard", "rid", "placeholder", "text")
-    rows = _window.scan_order(winners, prepared.where("placeholder = 1"), texts).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = persisted(_window.scan_order(winners, prepared.where("placeholder = 1"), texts))
+    total = rows.count()
+    lap("04_scan_order")
+    if partition_rows is None:
+        cores = spark.sparkContext.defaultParallelism
+        partition_rows = max(window, 1, min(PARTITION_ROWS, math.ceil(total / (2 * cores))))
     near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows)
-    figures.update(phase4_rounds=rounds, phase4_range_scans=scans)
+    figures.update(phase4_rounds=rounds, phase4_range_scans=scans, phase4_partition_rows=partition_rows)
     ids = rows.select("pos", "shard", "rid")
     near = (near.join(ids, "pos")
             .join(ids.select(F.col("pos").alias("survivor_pos"), F.col("shard").alias("survivor_shard"),
@@ -103,7 +162,9 @@ def plan(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
             .select("shard", "rid", F.lit(4).alias("phase"),
                     F.lit("near duplicate: lev_ratio above threshold").alias("reason"),
                     "survivor_shard", "survivor_rid", "ratio"))
-    near = near.persist(StorageLevel.MEMORY_AND_DISK)
+    near = persisted(near)
+    near.count()
+    lap("04_near_dups")
     survivors = winners.join(near.select("shard", "rid"), ["shard", "rid"], "left_anti")
     removals = exact.unionByName(near)
     domains = _elect.domain_phase(survivors, int(_settings_value(settings_json, "n_min", 0)))
@@ -120,12 +181,17 @@ def plan(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
     per_phase = decisions.where("phase IS NOT NULL").groupBy("phase").count().collect()
     figures["removed"] = {int(r["phase"]): int(r["count"]) for r in sorted(per_phase)}
     figures["kept_apart"] = decisions.where("phase IS NULL").count()
+    lap("05_06_plan")
+    # (The decisions are cached: what they were computed from can go.)
     for rdd in [cached[0], *cached[1]] if cached else []:
         rdd.unpersist()
+    for df in keep + _window.CACHED:
+        df.unpersist()
+    _window.CACHED.clear()
     return decisions, figures
 
 
-def run(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
+def run(spark, shard_paths, settings=None, partition_rows=None):
     """Deduplicates the shards as one database: plans on Spark, keeps each
     shard's part of the plan in the shard (table dedup_pending_plan), then
     applies every part with dedup_apply_plan, a task per shard. Returns the
@@ -155,14 +221,18 @@ def run(spark, shard_paths, settings=None, partition_rows=PARTITION_ROWS):
         decisions, figures = plan(spark, paths, settings, partition_rows)
         report.update(figures)
         job = "spark-" + uuid.uuid4().hex[:16]
+        start = time.perf_counter()
         _keep_plan(decisions, paths, job)
         decisions.unpersist()
+        report["seconds"]["keep_plan"] = round(time.perf_counter() - start, 3)
         if os.environ.get("SQLITE_DEDUP_SPARK_FAIL") == "die-after-plan":  # tests: see _tasks._failed_once
             os._exit(70)
     report["job"] = job
+    start = time.perf_counter()
     runs = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
         lambda ip: (ip[0], _tasks.apply_pending(ip[0], ip[1], job, settings_json))).collect()
     report["runs"] = [r for _, r in sorted(runs)]
+    report.setdefault("seconds", {})["apply"] = round(time.perf_counter() - start, 3)
     report["rows_before"] = sum(r["rows_before"] for r in report["runs"] if r)
     report["rows_after"] = sum(r["rows_after"] for r in report["runs"] if r)
     return report

@@ -78,6 +78,49 @@ def prepare_shard(index, path, settings_json):
         raise shard_error(index, path, e) from None
 
 
+#: The columns of pages a DataFrame may bring (the pipeline's names).
+PAGE_COLUMNS = ("url", "title", "content", "parsed", "content_hash", "length", "datetime", "crawled", "category",
+                "domain", "wayback")
+
+
+def prepare_batches(batches, id_column, columns, settings_json):
+    """Phase 1 on pages that arrive as Arrow batches (a DataFrame's
+    partition): each batch goes into an in-memory `pages` table, its rowids
+    the `id_column` values, and comes out as dedup_prepare's rows (shard 0)."""
+    import pyarrow as pa
+
+    types = [pa.int32()] + [getattr(pa, t)() for _, t in ROW_COLUMNS]
+    names = ["shard"] + [c for c, _ in ROW_COLUMNS]
+    conn = connect(":memory:")
+    try:
+        for batch in batches:
+            ids = batch.column(batch.schema.get_field_index(id_column)).to_pylist()
+            for k, v in enumerate(ids):
+                if not isinstance(v, int):
+                    raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must hold integers, "
+                                     f"got {v!r} (in the row with url {batch.column(batch.schema.get_field_index('url'))[k]})")
+            values = [batch.column(batch.schema.get_field_index(c)).to_pylist() for c in columns]
+            conn.execute("DROP TABLE IF EXISTS pages")
+            conn.execute(f"CREATE TABLE pages ({', '.join(columns)})")
+            marks = ", ".join("?" * (len(columns) + 1))
+            try:
+                conn.executemany(f"INSERT INTO pages (rowid, {', '.join(columns)}) VALUES ({marks})",
+                                 zip(ids, *values))
+            except sqlite3.IntegrityError:
+                raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must be unique") from None
+            conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
+            cursor = conn.execute(f"SELECT {', '.join(c for c, _ in ROW_COLUMNS)} FROM temp._dedup_rows")
+            while True:
+                rows = cursor.fetchmany(BATCH_ROWS)
+                if not rows:
+                    break
+                arrays = [pa.array([0] * len(rows), pa.int32())]
+                arrays += [pa.array(col, type=t) for col, t in zip(zip(*rows), types[1:])]
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
+    finally:
+        conn.close()
+
+
 def scan_partition(rows, entry_dead, threshold, window):
     """Phase 4's window scan of one range of the scan order, through the
     extension's near_dups on an in-memory database. `rows` are (pos, rank,

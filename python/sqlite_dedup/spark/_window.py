@@ -11,12 +11,17 @@ scan's (sql/04b_near_dups.sql), whatever the cuts."""
 
 from . import _tasks
 
+#: DataFrames this module cached for the plan being made (the plan drops
+#: them once its decisions are computed).
+CACHED = []
+
 
 def scan_order(winners, placeholders, texts):
     """The scan's input: (pos, rank, shard, rid, text) for the exact winners
     with a text and the placeholders (text NULL), pos in URL order, rank in
     election order (as sql/04a_near_input.sql numbers them; pos and rank
     from 0)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     live = winners.where("has_text = 1").select(
@@ -31,7 +36,11 @@ def scan_order(winners, placeholders, texts):
                   F.col("crawled4_key").desc_nulls_last(), F.col("length4_key").desc(), F.col("https").desc(),
                   F.col("canonical_url").asc(), F.col("shard").asc(), F.col("rid").asc()]
     pos_order = [F.col("canonical_url").asc(), F.col("shard").asc(), F.col("rid").asc(), F.col("placeholder").asc()]
-    ranked = _numbered(rows.orderBy(*rank_order), "rank")
+    # (The rank only orders: the sort's increasing ids serve.)
+    # (Persisted: a recomputed sort could cut its partitions elsewhere.)
+    ranked = rows.orderBy(*rank_order).withColumn("rank", F.monotonically_increasing_id()).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    CACHED.append(ranked)
     placed = _numbered(ranked.orderBy(*pos_order), "pos")
     with_text = placed.join(texts, ["shard", "rid", "placeholder"], "left")
     return with_text.select("pos", "rank", "shard", "rid",
@@ -39,11 +48,24 @@ def scan_order(winners, placeholders, texts):
 
 
 def _numbered(df, name):
-    """`df` (sorted) with a column `name`: each row's place, from 0, by a
-    distributed zipWithIndex (no single-partition window)."""
-    from pyspark.sql.types import LongType, StructField, StructType
-    schema = StructType(df.schema.fields + [StructField(name, LongType(), False)])
-    return df.sparkSession.createDataFrame(df.rdd.zipWithIndex().map(lambda p: tuple(p[0]) + (p[1],)), schema)
+    """`df` (sorted) with a column `name`: each row's place, from 0, in the
+    JVM: monotonically_increasing_id gives (partition, row in partition) of
+    the sort's output, whose partitions are in order; the partitions' sizes
+    (one number each, on the driver) give their offsets."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    tagged = df.withColumn("_mid", F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+    CACHED.append(tagged)
+    sizes = dict(tagged.groupBy(F.shiftright("_mid", 33).alias("p")).count().collect())
+    offsets, at = [], 0
+    for p in sorted(sizes):
+        offsets.append((p, at))
+        at += sizes[p]
+    spark = df.sparkSession
+    starts = spark.createDataFrame(offsets or [(0, 0)], "p long, start long")
+    return (tagged.join(F.broadcast(starts), F.shiftright("_mid", 33) == F.col("p"))
+            .withColumn(name, F.col("start") + F.col("_mid").bitwiseAND(F.lit((1 << 33) - 1)))
+            .drop("_mid", "p", "start"))
 
 
 def scan(rows, threshold, window, partition_rows, max_rounds=10000):
