@@ -193,6 +193,11 @@ def main():
                      f"{(one / seconds) if one else float('nan'):.2f} | "
                      f"{report['shuffle_write_bytes'] / args.pages:.0f} B | {mb:.0f} | "
                      f"{report.get('phase4_range_scans')} ({report.get('phase4_rounds')}) | {'yes' if same else 'NO'} |")
+    lines += ["", "Seconds per step (the driver's clock; `01_prepare` includes reading the shards):", "",
+              "| master | " + " | ".join(rows[0][3].get("seconds", {})) + " |",
+              "|---|" + "---|" * len(rows[0][3].get("seconds", {}))]
+    for master, _, _, report, _ in rows:
+        lines.append(f"| {master} | " + " | ".join(f"{v:.1f}" for v in report.get("seconds", {}).values()) + " |")
     print("\n".join(lines))
 
 

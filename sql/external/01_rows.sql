@@ -32,6 +32,8 @@ SELECT p.source_rowid AS rid,
 FROM _dedup_prepared AS p
 JOIN _dedup_source AS g ON g.rid = p.source_rowid
 UNION ALL
-SELECT id, 1, NULL, NULL, url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
+SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
-FROM _dedup_placeholders;
+FROM _dedup_placeholders AS h, _dedup_range AS r
+-- (dedup_prepare's rowid range, when a task prepares part of the table)
+WHERE (r.lo IS NULL OR h.id >= r.lo) AND (r.hi IS NULL OR h.id < r.hi);

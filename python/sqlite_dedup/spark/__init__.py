@@ -31,6 +31,9 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout")
 
+#: Rows per phase-1 task at most (a shard is read by as many tasks).
+PREPARE_ROWS = 20_000
+
 #: Scan positions per phase-4 task at most, by default (fewer when that
 #: gives fewer than two tasks a core).
 PARTITION_ROWS = 50_000
@@ -67,15 +70,26 @@ def _prepared(spark, paths, settings_json):
     """Every shard's rows after phase 1, read by the executors (a task per
     shard), as a DataFrame with the columns of _tasks.ROW_COLUMNS."""
     schema = _row_schema()
-    shards = spark.createDataFrame([(i, os.path.abspath(p)) for i, p in enumerate(paths)], "shard int, path string")
-    shards = shards.repartition(len(paths), "shard")
+    table = json.loads(settings_json).get("table", "pages")
+    sc = spark.sparkContext
+    # (A first job reads each shard's extent, so that a big shard is
+    # prepared by several tasks, each a range of its rowids.)
+    extents = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
+        lambda ip: (ip[0],) + _tasks.shard_extent(ip[0], ip[1], table)).collect()
+    tasks = []
+    for index, rows, low, high in sorted(extents):
+        parts = max(1, math.ceil(rows / PREPARE_ROWS))
+        cuts = [None] + [low + (high - low + 1) * k // parts for k in range(1, parts)] + [None]
+        tasks += [(index, os.path.abspath(paths[index]), cuts[k], cuts[k + 1]) for k in range(parts)]
+    ranges = spark.createDataFrame(tasks, "shard int, path string, lo long, hi long")
+    ranges = ranges.repartition(len(tasks)) if len(tasks) > 1 else ranges.coalesce(1)
 
     def prepare(batches):
         for batch in batches:
-            for index, path in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                yield from _tasks.prepare_shard(index, path, settings_json)
+            for index, path, lo, hi in zip(*(batch.column(k).to_pylist() for k in range(4))):
+                yield from _tasks.prepare_shard(index, path, settings_json, lo, hi)
 
-    return shards.mapInArrow(prepare, schema)
+    return ranges.mapInArrow(prepare, schema)
 
 
 def _prepared_pages(pages, settings_json, id_column):

@@ -50,9 +50,26 @@ def shard_error(index, path, error):
     return ShardError(f"sqlite-dedup spark: shard {index + 1} ({path}): {error}")
 
 
-def prepare_shard(index, path, settings_json):
-    """Phase 1 on one shard: yields Arrow record batches of its rows (the
-    columns of ROW_COLUMNS after `shard`)."""
+def shard_extent(index, path, table):
+    """(rows, smallest rowid, largest rowid) of a shard's table, to cut it
+    into ranges for prepare_shard; errors name the shard."""
+    if not os.path.isfile(path):
+        raise shard_error(index, path, "no such file")
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            quoted = '"' + table.replace('"', '""') + '"'
+            return tuple(conn.execute(f"SELECT count(*), min(rowid), max(rowid) FROM main.{quoted}").fetchone())
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, f"dedup: table {table!r} cannot be read: {e}") from None
+
+
+def prepare_shard(index, path, settings_json, lo=None, hi=None):
+    """Phase 1 on one shard, on the rows whose rowid is in [lo, hi) (None:
+    unbounded): yields Arrow record batches of its rows (the columns of
+    ROW_COLUMNS after `shard`)."""
     import pyarrow as pa
 
     if not os.path.isfile(path):
@@ -60,7 +77,7 @@ def prepare_shard(index, path, settings_json):
     try:
         conn = connect(path, readonly=True)
         try:
-            conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
+            conn.execute("SELECT dedup_prepare(?, ?, ?)", (settings_json, lo, hi)).fetchone()
             cursor = conn.execute(f"SELECT {', '.join(c for c, _ in ROW_COLUMNS)} FROM temp._dedup_rows")
             types = [pa.int32()] + [getattr(pa, t)() for _, t in ROW_COLUMNS]
             names = ["shard"] + [c for c, _ in ROW_COLUMNS]

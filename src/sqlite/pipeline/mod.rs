@@ -148,15 +148,45 @@ pub fn register(db: &Connection) -> Result<()> {
     })?;
     // Phase 1 only, for a run that elects elsewhere: its rows are left in
     // the view temp._dedup_rows (see sql/external/01_rows.sql); returns
-    // their number.
+    // the table's rows. Arguments 1 and 2 (optional, NULL: unbounded): the
+    // rowids from and below which to prepare.
     db.create_scalar_function("dedup_prepare", -1, WRITES, |ctx| {
-        let json = settings_arg(ctx, "dedup_prepare")?;
+        check_arity(ctx, "dedup_prepare", 0, 3)?;
+        let bound = |i: usize| -> Result<Option<i64>> {
+            match ctx.len() > i {
+                false => Ok(None),
+                true => match ctx.get_raw(i) {
+                    ValueRef::Null => Ok(None),
+                    ValueRef::Integer(v) => Ok(Some(v)),
+                    other => Err(user_error(
+                        "dedup_prepare",
+                        "rowid bounds must be integers or NULL",
+                        &describe(other),
+                    )),
+                },
+            }
+        };
+        let (lo, hi) = (bound(1)?, bound(2)?);
+        let json = match ctx.len() {
+            0 => None,
+            _ => match ctx.get_raw(0) {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                other => {
+                    return Err(user_error(
+                        "dedup_prepare",
+                        "settings must be a JSON object as TEXT",
+                        &describe(other),
+                    ))
+                }
+            },
+        };
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
         let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
         let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
             let mut s = read_settings(db, json.as_deref())?;
-            s.phases = settings::Phases::PrepareOnly;
+            s.phases = settings::Phases::PrepareOnly(lo, hi);
             let planned = plan::plan(db, &s)?;
             Ok::<i64, DedupError>(planned.rows_before)
         });

@@ -10,8 +10,9 @@ use super::settings::{self, Phases, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 40] = [
+pub const TEMP_OBJECTS: [(&str, &str); 41] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_range"),
     ("VIEW", "_dedup_rows"),
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
@@ -91,9 +92,23 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     if let Phases::FromPlan(table) = &s.phases {
         copy_plan(db, table)?;
     }
+    if let Phases::PrepareOnly(lo, hi) = s.phases {
+        // (The range's rows only; its placeholders, in external/01_rows.sql.)
+        db.execute_batch(
+            "DROP TABLE IF EXISTS temp._dedup_range;
+             CREATE TEMP TABLE _dedup_range (lo INTEGER, hi INTEGER);
+             DROP VIEW IF EXISTS temp._dedup_todo;
+             CREATE TEMP VIEW _dedup_todo AS SELECT g.* FROM temp._dedup_source AS g, temp._dedup_range AS r
+             WHERE (r.lo IS NULL OR g.rid >= r.lo) AND (r.hi IS NULL OR g.rid < r.hi);",
+        )?;
+        db.execute(
+            "INSERT INTO temp._dedup_range VALUES (?1, ?2)",
+            params![lo, hi],
+        )?;
+    }
     let phases: &[(&str, &[Step])] = match s.phases {
         Phases::All => &PHASES,
-        Phases::PrepareOnly => &PREPARE_ONLY,
+        Phases::PrepareOnly(..) => &PREPARE_ONLY,
         Phases::FromPlan(_) => &EXTERNAL,
     };
     seconds.extend(if s.url_rules > 0.0 {
@@ -108,7 +123,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         rows_before,
         seconds,
     };
-    if s.phases == Phases::PrepareOnly {
+    if matches!(s.phases, Phases::PrepareOnly(..)) {
         // (No plan to apply: phase 1's tables are the result.)
         return Ok(planned);
     }

@@ -98,8 +98,10 @@ pub enum Phases {
     /// All of them (`dedup_run`, `dedup_plan`).
     #[default]
     All,
-    /// Phase 1 only, for a caller that elects elsewhere (`dedup_prepare`).
-    PrepareOnly,
+    /// Phase 1 only, for a caller that elects elsewhere (`dedup_prepare`):
+    /// of the rows whose rowid is at least `.0` and below `.1` (each bound
+    /// `None`: unbounded), so that several tasks can share a table.
+    PrepareOnly(Option<i64>, Option<i64>),
     /// Phase 1, then the decisions of a plan made elsewhere, read from this
     /// table (`dedup_apply_plan`).
     FromPlan(String),
