@@ -48,6 +48,7 @@ print(json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSA
 def run(path, settings):
     out = subprocess.run([sys.executable, "-c", RUN, path, EXTENSION, json.dumps(settings)],
                          check=True, capture_output=True, text=True)
+    sys.stderr.write(out.stderr)  # (DEDUP_TRACE=1: the extension's seconds per step)
     return json.loads(out.stdout)
 
 

@@ -24,29 +24,33 @@ DROP TABLE IF EXISTS temp._dedup_near_input;
 -- on 1M pages a text read costs 17 us through _dedup_prepared, 13 without.
 -- (url and own = 1 for the table's rows, not placeholders: for the index
 -- of incremental runs, see below.)
--- settled, tlen, need: NULL in a full run; an incremental run's rows the
--- last run compared already, the length of the text compared, and 0 for a
--- row no comparison needs (see sql/incremental/04_near_input.sql).
+-- settled, tlen, hist, need: NULL in a full run; an incremental run's rows
+-- the last run compared already, the length of the text compared and its
+-- character histogram (dedup_histogram), and 0 for a row no comparison
+-- needs (see sql/incremental/04_near_input.sql).
 CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER,
                                      domain TEXT, fill_parsed TEXT, url TEXT, own INTEGER, settled INTEGER,
-                                     tlen INTEGER, need INTEGER);
+                                     tlen INTEGER, need INTEGER, hist BLOB);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id,
          0 AS placeholder, p.domain, p.fill_parsed, p.prefer_rank, p.https,
          CASE WHEN p.category = 'external' THEN 1 ELSE 0 END AS external,
          NULLIF(p.datetime, '') AS datetime, NULLIF(p.crawled, '') AS crawled,
          coalesce(p.length, 0) AS length
-  FROM _dedup_exact_winners AS w
+  -- (_dedup_incremental first, CROSS JOIN: an incremental run reads
+  -- nothing here, the placeholders' view over the archive included.)
+  FROM _dedup_incremental AS k
+  CROSS JOIN _dedup_exact_winners AS w
   JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
-  WHERE p.has_text AND (SELECT kind FROM _dedup_incremental) = 'full'
+  WHERE p.has_text AND k.kind = 'full'
 ),
 -- Rows an earlier run removed in phase 4 or 5 keep their window slot as
 -- placeholders (sql/04_placeholders.sql).
 placeholders AS (
   SELECT url, id, 1 AS placeholder, NULL AS domain, NULL AS fill_parsed, 0 AS prefer_rank, 0 AS https,
          1 AS external, NULL AS datetime, NULL AS crawled, 0 AS length
-  FROM _dedup_placeholders
-  WHERE (SELECT kind FROM _dedup_incremental) = 'full'
+  FROM _dedup_incremental AS k CROSS JOIN _dedup_placeholders
+  WHERE k.kind = 'full'
 )
 -- (A placeholder takes the slot its row had when it was live: by url, then
 -- id, as live rows; sorting placeholders after the live rows of their URL
@@ -59,7 +63,7 @@ SELECT row_number() OVER (ORDER BY url, id, placeholder) AS pos,
          ORDER BY placeholder ASC, prefer_rank ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, https DESC, url ASC, id ASC
        ) AS rank,
-       domain, fill_parsed, url, 1 - placeholder, NULL, NULL, NULL
+       domain, fill_parsed, url, 1 - placeholder, NULL, NULL, NULL, NULL
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0
   AND (SELECT kind FROM _dedup_incremental) = 'full';

@@ -46,6 +46,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_debug",
             "dedup_extra_params",
             "dedup_fingerprint",
+            "dedup_histogram",
             "dedup_invalid_text",
             "dedup_learn_url_rules",
             "dedup_plan",
@@ -606,6 +607,25 @@ fn incremental_lsh_workflow() {
     db.execute_batch("DELETE FROM corpus_bands WHERE id = 1; DELETE FROM corpus WHERE id = 1;")
         .unwrap();
     assert_eq!(found(&edited), Vec::<i64>::new());
+}
+
+#[test]
+fn dedup_histogram_counts_characters_as_the_bounds_do() {
+    // Hand-checked: 'h', 'e' twice, 'l' three times, 'o' once; é (U+00E9 =
+    // 233) folds into bucket 233 % 128 = 105 ('i'); the NUL counts.
+    let db = db();
+    let bytes: Vec<u8> = db
+        .query_row(
+            "SELECT dedup_histogram('hello' || char(233) || char(0) || 'el')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(bytes, [0, 1, b'e', 2, b'h', 1, b'i', 1, b'l', 3, b'o', 1]);
+    let other: Option<Vec<u8>> = db
+        .query_row("SELECT dedup_histogram(x'41')", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(other, None);
 }
 
 #[test]

@@ -16,9 +16,11 @@ WHERE n.source_rowid NOT IN (SELECT rid FROM _dedup_dirty);
 -- now, +1 for a new row kept.
 DROP TABLE IF EXISTS temp._dedup_domain_delta;
 CREATE TEMP TABLE _dedup_domain_delta AS
-SELECT x.domain, -1 AS d FROM main.dedup_index AS x
+-- (Looked up by rowid: a scan of the index would cost a full run's.)
+SELECT x.domain, -1 AS d
+FROM (SELECT rid FROM _dedup_gone UNION SELECT rid FROM _dedup_lost) AS k
+JOIN main.dedup_index AS x ON x.rid = k.rid
 WHERE x.skip_reason IS NULL
-  AND (x.rid IN (SELECT rid FROM _dedup_gone) OR x.rid IN (SELECT rid FROM _dedup_lost))
 UNION ALL
 SELECT p.domain, 1 FROM _dedup_exact_winners AS w JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
 WHERE p.source_rowid IN (SELECT rid FROM _dedup_dirty)

@@ -17,4 +17,5 @@ pub mod sketch;
 pub mod text;
 pub mod url;
 pub mod url_rules;
+pub mod window_prune;
 pub mod window_scan;

@@ -598,7 +598,7 @@ fn within_bounds(
 }
 
 /// What the exact bounds say of a pair.
-pub(super) enum Bounds {
+pub(crate) enum Bounds {
     /// Both rows are settled in one group ([`ScanRow::settled`]).
     Settled,
     /// The lengths alone put the ratio at or below the threshold.
@@ -615,14 +615,24 @@ pub(super) fn bounds(a: &Profile, b: &Profile, threshold: f64) -> Bounds {
     if a.settled.is_some() && a.settled == b.settled {
         return Bounds::Settled;
     }
-    let total = a.len + b.len;
+    text_bounds((a.len, &a.histogram), (b.len, &b.histogram), threshold)
+}
+
+/// The exact bounds on two texts given as (length in code points,
+/// histogram): what [`bounds`] says of two rows not settled alike.
+pub(crate) fn text_bounds(
+    a: (usize, &CharHistogram),
+    b: (usize, &CharHistogram),
+    threshold: f64,
+) -> Bounds {
+    let total = a.0 + b.0;
     let Some(max) = max_distance_where(total, |r| r > threshold) else {
         return Bounds::Length;
     };
-    if a.len.abs_diff(b.len) > max {
+    if a.0.abs_diff(b.0) > max {
         return Bounds::Length;
     }
-    if a.histogram.indel_lower_bound(&b.histogram) > max {
+    if a.1.indel_lower_bound(b.1) > max {
         return Bounds::Histogram;
     }
     Bounds::Pass { total, max }

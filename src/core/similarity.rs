@@ -311,6 +311,76 @@ impl CharHistogram {
         }
     }
 
+    /// The counts as bytes, for keeping: each bucket that is not empty as
+    /// its number (one byte) and its count (LEB128).
+    ///
+    /// ```
+    /// use dedup::core::similarity::CharHistogram;
+    /// let h = CharHistogram::new("abba");
+    /// assert_eq!(h.to_bytes(), vec![b'a', 2, b'b', 2]);
+    /// assert_eq!(CharHistogram::from_bytes(&h.to_bytes()), Some(h));
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for k in 0..BUCKETS {
+            let mut c = self.count(k);
+            if c == 0 {
+                continue;
+            }
+            out.push(k as u8);
+            loop {
+                let byte = (c & 0x7f) as u8;
+                c >>= 7;
+                if c == 0 {
+                    out.push(byte);
+                    break;
+                }
+                out.push(byte | 0x80);
+            }
+        }
+        out
+    }
+
+    /// The histogram [`to_bytes`](Self::to_bytes) wrote; `None` for bytes
+    /// it cannot have written (a bucket out of range or out of order, a
+    /// count cut short or of more than 32 bits, an empty bucket).
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut counts = [0u32; BUCKETS];
+        let mut i = 0;
+        let mut last: Option<usize> = None;
+        while i < bytes.len() {
+            let k = usize::from(bytes[i]);
+            if k >= BUCKETS || last.is_some_and(|l| k <= l) {
+                return None;
+            }
+            last = Some(k);
+            i += 1;
+            let (mut c, mut shift) = (0u64, 0);
+            loop {
+                let byte = *bytes.get(i)?;
+                i += 1;
+                c |= u64::from(byte & 0x7f) << shift;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+                shift += 7;
+                if shift > 28 {
+                    return None;
+                }
+            }
+            if c == 0 || c > u64::from(u32::MAX) {
+                return None;
+            }
+            counts[k] = c as u32;
+        }
+        let counts = if counts.iter().all(|&c| c <= u32::from(u16::MAX)) {
+            Counts::Narrow(counts.map(|c| c as u16))
+        } else {
+            Counts::Wide(Box::new(counts))
+        };
+        Some(CharHistogram { counts })
+    }
+
     /// Lower bound of the indel distance between the two texts.
     pub fn indel_lower_bound(&self, other: &CharHistogram) -> usize {
         match (&self.counts, &other.counts) {

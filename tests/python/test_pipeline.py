@@ -119,8 +119,12 @@ def test_shell_runs_the_readme_command(tmp_path):
     # No intermediate table is left.
     assert conn.execute("SELECT count(*) FROM sqlite_temp_schema").fetchone()[0] == 0
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY 1")] == [
-        "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_order", "dedup_index_state", "dedup_notes", "dedup_removed",
+        "dedup_changes", "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_order", "dedup_index_state", "dedup_notes", "dedup_removed",
         "dedup_rewritten", "dedup_runs", "pages"]
+    # The change log's triggers (docs/incremental.md), and nothing logged yet.
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='trigger' ORDER BY 1")] == [
+        "dedup_track_delete", "dedup_track_insert", "dedup_track_update"]
+    assert conn.execute("SELECT count(*) FROM dedup_changes").fetchone()[0] == 0
 
 
 def test_removed_rows_are_whole_and_explained(tmp_path):

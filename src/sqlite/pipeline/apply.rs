@@ -22,10 +22,18 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let table = source.qualified();
     super::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
+    // (The run's own writes are not changes for the next run.)
+    super::changes::untrack(db)?;
     let removals: i64 =
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
 
-    // 1. Archive the removed rows whole.
+    // 1. Archive the removed rows whole (after the archive's last rowid:
+    //    the index finds this run's rows by it).
+    let archived_after: i64 = db.query_row(
+        "SELECT coalesce(max(rowid), 0) FROM main.dedup_removed",
+        [],
+        |r| r.get(0),
+    )?;
     let page_cols: Vec<String> = source
         .columns
         .iter()
@@ -164,7 +172,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
          WHERE c.pages >= r.n_min OR c.domain IS NULL;"
     ))?;
-    super::index::write(db, &source, plan.run, &plan.settings)?;
+    super::index::write(db, &source, plan.run, archived_after, &plan.settings)?;
     let mut report = Report::read(db, &plan)?;
     report
         .seconds

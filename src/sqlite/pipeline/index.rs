@@ -9,7 +9,8 @@
 //!
 //! A run whose table and settings the index describes is *incremental*: the
 //! rows that are new or changed since (a fingerprint differs, a rowid is
-//! new or reused) are *dirty*; only they go through phase 1. Phases 2–3
+//! new or reused; only rows the change log names are looked at, see
+//! [`super::changes`]) are *dirty*; only they go through phase 1. Phases 2–3
 //! see them with the last run's rows they can meet (the same URL key or
 //! content hash, read from the index: the last run left one row of each);
 //! phase 4 scans the dirty rows with the last run's rows and placeholders
@@ -40,9 +41,11 @@ use super::scripts;
 use super::settings::Settings;
 use super::DedupError;
 use crate::core::hash::Fingerprint;
+use crate::core::similarity::CharHistogram;
+use crate::core::window_prune::{needed, PruneRow};
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "3";
+pub const FORMAT: &str = "4";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -54,10 +57,11 @@ fn version() -> String {
 /// The SQL function that fingerprints a row's values.
 const FINGERPRINT: &str = "dedup_fingerprint";
 
-/// Registers `dedup_fingerprint(value, ...)` ([`Fingerprint`]) and
+/// Registers `dedup_fingerprint(value, ...)` ([`Fingerprint`]),
 /// `dedup_chars(text)`: the text's length in code points, as phase 4's
 /// bounds count it (SQLite's `length` stops at a NUL), NULL for another
-/// type.
+/// type, and `dedup_histogram(text)`: its character histogram as phase 4's
+/// bounds count it ([`CharHistogram::to_bytes`]), NULL for another type.
 pub fn register(db: &Connection) -> rusqlite::Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     db.create_scalar_function("dedup_chars", 1, flags, |ctx| {
@@ -65,6 +69,14 @@ pub fn register(db: &Connection) -> rusqlite::Result<()> {
             ValueRef::Text(t) => std::str::from_utf8(t)
                 .ok()
                 .map(|s| s.chars().count() as i64),
+            _ => None,
+        })
+    })?;
+    db.create_scalar_function("dedup_histogram", 1, flags, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Text(t) => std::str::from_utf8(t)
+                .ok()
+                .map(|s| CharHistogram::new(s).to_bytes()),
             _ => None,
         })
     })?;
@@ -175,8 +187,9 @@ fn why_full(
 /// (`temp._dedup_gone(rid, pos_url)`). `temp._dedup_incremental(kind, why,
 /// since, dirty, gone)` records the decision for the phases and the report.
 /// `temp._dedup_todo` holds the rows phase 1 prepares: every row, or the
-/// dirty ones. An incremental run reads every row once here (its
-/// fingerprint, in `temp._dedup_fingerprint`).
+/// dirty ones. An incremental run fingerprints (`temp._dedup_fingerprint`)
+/// the rows the change log names ([`super::changes`]), or every row when
+/// the log cannot be trusted.
 pub fn prepare(
     db: &Connection,
     source: &Source,
@@ -188,12 +201,26 @@ pub fn prepare(
         None => db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?,
         Some(_) => None,
     };
+    // (Which rows to fingerprint: none for a full run; those the change
+    // log names when it can be trusted; else every row.)
+    let scanned = match why {
+        None => super::changes::untrusted(db, source)?,
+        Some(_) => None,
+    };
+    let (which, among) = match (&why, &scanned) {
+        (Some(_), _) => ("0".to_string(), ""),
+        (None, None) => (
+            format!("g.{} IN (SELECT rid FROM main.dedup_changes)", source.rowid),
+            "WHERE x.rid IN (SELECT rid FROM main.dedup_changes)",
+        ),
+        (None, Some(_)) => ("1".to_string(), ""),
+    };
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_incremental;
-         CREATE TEMP TABLE _dedup_incremental (kind TEXT, why TEXT, since INTEGER, dirty INTEGER, gone INTEGER, recheck INTEGER, keep INTEGER);
+         CREATE TEMP TABLE _dedup_incremental (kind TEXT, why TEXT, since INTEGER, dirty INTEGER, gone INTEGER, recheck INTEGER, keep INTEGER, scanned TEXT);
          DROP TABLE IF EXISTS temp._dedup_fingerprint;
          CREATE TEMP TABLE _dedup_fingerprint (rid INTEGER PRIMARY KEY, fp INTEGER);
-         INSERT INTO temp._dedup_fingerprint SELECT g.{rowid}, {fp} FROM {table} AS g WHERE {incremental};
+         INSERT INTO temp._dedup_fingerprint SELECT g.{rowid}, {fp} FROM {table} AS g WHERE {which};
          DROP TABLE IF EXISTS temp._dedup_dirty;
          CREATE TEMP TABLE _dedup_dirty (rid INTEGER PRIMARY KEY);
          DROP TABLE IF EXISTS temp._dedup_gone;
@@ -201,10 +228,9 @@ pub fn prepare(
         rowid = source.rowid,
         fp = fingerprint_of(source, "g"),
         table = source.qualified(),
-        incremental = why.is_none() as i64,
     ))?;
     if why.is_none() {
-        db.execute_batch(
+        db.execute_batch(&format!(
             "INSERT INTO temp._dedup_dirty
              SELECT f.rid FROM temp._dedup_fingerprint AS f
              LEFT JOIN main.dedup_index AS x ON x.rid = f.rid
@@ -212,8 +238,9 @@ pub fn prepare(
              INSERT INTO temp._dedup_gone
              SELECT x.rid, x.pos_url FROM main.dedup_index AS x
              LEFT JOIN temp._dedup_fingerprint AS f ON f.rid = x.rid
-             WHERE f.fp IS NOT x.fp;",
-        )?;
+             {among} {and} f.fp IS NOT x.fp;",
+            and = if among.is_empty() { "WHERE" } else { "AND" }
+        ))?;
     }
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_todo;
@@ -233,12 +260,13 @@ pub fn prepare(
         "0, 0, 0"
     };
     db.execute(
-        &format!("INSERT INTO temp._dedup_incremental VALUES (?1, ?2, ?3, {counts}, ?4)"),
+        &format!("INSERT INTO temp._dedup_incremental VALUES (?1, ?2, ?3, {counts}, ?4, ?5)"),
         rusqlite::params![
             if why.is_none() { "incremental" } else { "full" },
             why,
             since,
-            always_full(s).is_none()
+            always_full(s).is_none(),
+            scanned
         ],
     )?;
     Ok(())
@@ -261,12 +289,15 @@ pub struct RunKind {
     /// them (unsettled): taken as changed, but not counted in `dirty` and
     /// `gone`.
     pub recheck: i64,
+    /// Why an incremental run read every row's fingerprint rather than the
+    /// change log ([`super::changes`]); `None` when it read the log.
+    pub scanned: Option<String>,
 }
 
 /// The decision [`prepare`] recorded.
 pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
     Ok(db.query_row(
-        "SELECT kind = 'incremental', why, since, dirty, gone, recheck FROM temp._dedup_incremental",
+        "SELECT kind = 'incremental', why, since, dirty, gone, recheck, scanned FROM temp._dedup_incremental",
         [],
         |r| {
             Ok(RunKind {
@@ -276,6 +307,7 @@ pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
                 dirty: r.get(3)?,
                 gone: r.get(4)?,
                 recheck: r.get(5)?,
+                scanned: r.get(6)?,
             })
         },
     )?)
@@ -312,47 +344,57 @@ pub fn neighbours(db: &Connection) -> Result<(), DedupError> {
 }
 
 /// An incremental run's phase-4 step after its `04_near_input.sql`: a
-/// settled row needs its text only when a row not settled within
-/// `distance` of it may be near it by length (`|a - b| < (1 - t)(a + b)`),
-/// or a row that left the order lay within `distance` (rows of another
-/// settled group near). The others get `need = 0`: no text, a slot never
-/// compared, as they would be compared with nothing that can be near.
+/// settled row needs its text only when a row within `distance` of it,
+/// not settled in the same group, may be near it by the exact bounds
+/// (lengths and character histograms: [`needed`]). The others get
+/// `need = 0`: no text, a slot never compared, as they would be compared
+/// with nothing that can be near.
 pub fn prune(db: &Connection) -> Result<(), DedupError> {
     let (distance, threshold): (i64, f64) =
         db.query_row("SELECT distance, threshold FROM temp._dedup_run", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
-    if threshold <= 0.0 {
-        return Ok(());
+    let mut positions = Vec::new();
+    let mut rows = Vec::new();
+    {
+        let mut stmt = db.prepare(
+            "SELECT pos, placeholder, settled, tlen, hist FROM temp._dedup_near_input ORDER BY pos",
+        )?;
+        let mut found = stmt.query([])?;
+        while let Some(r) = found.next()? {
+            let len: Option<i64> = r.get(3)?;
+            let hist = match r.get_ref(4)? {
+                ValueRef::Blob(b) => CharHistogram::from_bytes(b),
+                _ => None,
+            };
+            positions.push(r.get::<_, i64>(0)?);
+            rows.push(PruneRow {
+                placeholder: r.get::<_, i64>(1)? != 0,
+                settled: r.get(2)?,
+                profile: len.zip(hist).map(|(l, h)| (l.max(0) as usize, h)),
+            });
+        }
     }
-    // A partner of length b may be near a text of length a only if
-    // a * t / (2 - t) < b < a * (2 - t) / t; the frame's lengths of rows
-    // not settled, [mn, mx], must meet that range (a margin for rounding).
-    let (lo, hi) = (threshold / (2.0 - threshold), (2.0 - threshold) / threshold);
-    db.execute_batch(&format!(
-        "UPDATE temp._dedup_near_input SET need = 0 WHERE pos IN (
-           SELECT pos FROM (
-             SELECT pos, settled, tlen,
-                    min(CASE WHEN own = 1 AND settled IS NULL THEN tlen END) OVER w AS mn,
-                    max(CASE WHEN own = 1 AND settled IS NULL THEN tlen END) OVER w AS mx,
-                    count(CASE WHEN own = 1 AND settled IS NULL AND tlen IS NULL THEN 1 END) OVER w AS unknown,
-                    min(settled) OVER w AS smin, max(settled) OVER w AS smax
-             FROM temp._dedup_near_input
-             WINDOW w AS (ORDER BY pos ROWS BETWEEN {distance} PRECEDING AND {distance} FOLLOWING))
-           WHERE settled IS NOT NULL AND tlen IS NOT NULL AND smin = smax AND unknown = 0
-             AND (mn IS NULL OR mx < tlen * {lo:e} - 1e-6 OR mn > tlen * {hi:e} + 1e-6));"
-    ))?;
+    let need = needed(&rows, threshold, distance.max(0) as usize);
+    let mut mark = db.prepare("UPDATE temp._dedup_near_input SET need = 0 WHERE pos = ?1")?;
+    for ((pos, row), need) in positions.iter().zip(&rows).zip(need) {
+        if !need && !row.placeholder {
+            mark.execute([pos])?;
+        }
+    }
     Ok(())
 }
 
 /// After the run is applied: the index describes the table as it now is.
 /// A full run rewrites it whole; an incremental one only the rows that are
 /// dirty, rewritten, removed or gone. Runs that are always full (see
-/// [`why_full`]) keep no index.
+/// [`why_full`]) keep no index. `archived_after`: the archive's last rowid
+/// before this run archived its rows.
 pub fn write(
     db: &Connection,
     source: &Source,
     run: i64,
+    archived_after: i64,
     settings_json: &str,
 ) -> Result<(), DedupError> {
     let keep: bool = db.query_row("SELECT keep FROM temp._dedup_incremental", [], |r| r.get(0))?;
@@ -420,7 +462,8 @@ pub fn write(
                 {pos_url} AS pos_url,
                 p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
                 p.crawled, p.length, p.category, p.has_text, p.https,
-                CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen
+                CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen,
+                CASE WHEN p.has_text THEN dedup_histogram(coalesce(p.fill_parsed, {parsed})) END AS hist
          FROM {table} AS g
          JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
          LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}
@@ -438,7 +481,7 @@ pub fn write(
          LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
          LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
          CROSS JOIN temp._dedup_run AS r
-         WHERE a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
+         WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
            AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
            AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
            AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
@@ -487,12 +530,13 @@ pub fn write(
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
         rusqlite::params![run, version(), comparable(db, settings_json)?],
     )?;
-    Ok(())
+    super::changes::track(db, source)
 }
 
-/// Forgets the index (a restore changes the table behind it): the next run
-/// is full.
+/// Forgets the index and the change log (a restore changes the table
+/// behind it): the next run is full.
 pub fn forget(db: &Connection) -> Result<(), DedupError> {
+    super::changes::forget(db)?;
     for name in ["dedup_index", "dedup_index_order", "dedup_index_state"] {
         if super::schema::object_type(db, name)?.as_deref() == Some("table") {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;

@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod atomic;
+pub mod changes;
 pub mod index;
 pub mod json;
 pub mod own_tables;

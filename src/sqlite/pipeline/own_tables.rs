@@ -1,12 +1,13 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
 //! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
-//! `dedup_index_order`, `dedup_index_state`, `dedup_domains`,
-//! `dedup_domains_before`): created on first
+//! `dedup_index_order`, `dedup_index_state`, `dedup_changes`,
+//! `dedup_domains`, `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
 //! shape this extension creates (its `CREATE TABLE` text, types and
 //! constraints included; `dedup_removed` may carry the untyped page columns
-//! runs add), no trigger may be on them or write to them, and no foreign
+//! runs add), no trigger may be on them or write to them (but the change
+//! log's own, [`super::changes`]), and no foreign
 //! key (with `PRAGMA foreign_keys` on) may point at them.
 
 use rusqlite::Connection;
@@ -15,7 +16,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 9] = [
+pub const OWN: [(&str, &str); 10] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -40,7 +41,7 @@ pub const OWN: [(&str, &str); 9] = [
     // phase 1 made of it.
     (
         "dedup_index",
-        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER)",
+        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB)",
     ),
     // Phase 4's scan order: the kept rows and the placeholders.
     (
@@ -50,6 +51,11 @@ pub const OWN: [(&str, &str); 9] = [
     (
         "dedup_index_state",
         "CREATE TABLE main.dedup_index_state (key TEXT PRIMARY KEY, value)",
+    ),
+    // The rowids written since the last run (super::changes).
+    (
+        "dedup_changes",
+        "CREATE TABLE main.dedup_changes (rid INTEGER PRIMARY KEY)",
     ),
     (
         "dedup_domains",
@@ -63,10 +69,12 @@ pub const OWN: [(&str, &str); 9] = [
     ),
 ];
 
-/// `dedup_index` in its first format (dropped and made again: the index
-/// of that format is rebuilt by a full run anyway).
-const INDEX_V1: &str =
-    "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)";
+/// `dedup_index` in its earlier formats (dropped and made again: an index
+/// of those is rebuilt by a full run anyway).
+const INDEX_OLD: [&str; 2] = [
+    "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)",
+    "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER)",
+];
 
 /// The secondary indexes of `dedup_index` (what an incremental run looks
 /// rows up by), as (name, column expression).
@@ -134,7 +142,7 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
     let want = normalized(create);
     match name {
         "dedup_runs" => got == want || got == normalized(RUNS_V01),
-        "dedup_index" => got == want || got == normalized(INDEX_V1),
+        "dedup_index" => got == want || INDEX_OLD.iter().any(|old| got == normalized(old)),
         "dedup_removed" => {
             let base = want.trim_end_matches(')');
             got.strip_prefix(base).is_some_and(only_untyped_columns)
@@ -175,23 +183,26 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
             }
         }
     }
-    // Triggers on the tables, or whose body names one.
+    // Triggers on the tables, or whose body names one (but the change
+    // log's, as it creates them).
     let names: Vec<String> = OWN.iter().map(|(n, _)| format!("'{n}'")).collect();
-    let trigger: Option<(String, String)> = rusqlite::OptionalExtension::optional(db.query_row(
-        &format!(
-            "SELECT name, tbl_name FROM main.sqlite_schema WHERE type = 'trigger'
-             AND (lower(tbl_name) IN ({list}) OR {mentions}) ORDER BY name LIMIT 1",
+    let triggers: Vec<(String, String, String)> = db
+        .prepare(&format!(
+            "SELECT name, tbl_name, coalesce(sql, '') FROM main.sqlite_schema WHERE type = 'trigger'
+             AND (lower(tbl_name) IN ({list}) OR {mentions}) ORDER BY name",
             list = names.join(", "),
             mentions = OWN
                 .iter()
                 .map(|(n, _)| format!("instr(lower(sql), '{n}') > 0"))
                 .collect::<Vec<_>>()
                 .join(" OR ")
-        ),
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    ))?;
-    if let Some((trigger, on)) = trigger {
+        ))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let foreign = triggers
+        .into_iter()
+        .find(|(name, on, sql)| !super::changes::is_tracker(name, on, sql));
+    if let Some((trigger, on, _)) = foreign {
         return fail(format!(
             "{function}: trigger {} (on {}) is on or writes to this extension's tables ({}), which would change what is archived; nothing was changed (drop the trigger)",
             quote_ident(&trigger),
@@ -228,7 +239,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
 pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     check(db, "dedup")?;
     let index = schema::columns(db, "dedup_index")?;
-    if !index.is_empty() && !index.iter().any(|c| c.name == "tlen") {
+    if !index.is_empty() && !index.iter().any(|c| c.name == "hist") {
         db.execute_batch("DROP TABLE main.dedup_index")?;
     }
     for (name, create) in OWN {
@@ -294,7 +305,9 @@ mod tests {
             assert!(has_own_shape(name, &stored), "{name}");
         }
         assert!(has_own_shape("dedup_runs", RUNS_V01));
-        assert!(has_own_shape("dedup_index", INDEX_V1));
+        for old in INDEX_OLD {
+            assert!(has_own_shape("dedup_index", old));
+        }
     }
 
     #[test]

@@ -194,6 +194,13 @@ fn run_phases(
         }
         let start = std::time::Instant::now();
         for step in *steps {
+            let t0 = std::time::Instant::now();
+            let label = match *step {
+                Step::Script(file, _, _) => file.to_string(),
+                Step::Neighbours => "neighbours".into(),
+                Step::Prune => "prune".into(),
+            };
+            let _trace = Trace(label, t0);
             match *step {
                 Step::Script(file, sql, when) => {
                     if when == When::Incremental && !incremental {
@@ -215,6 +222,19 @@ fn run_phases(
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));
     }
     Ok(seconds)
+}
+
+/// With `DEDUP_TRACE` set in the environment, each step's seconds are
+/// printed to standard error as it ends (`TRACE <step> <seconds>`: what
+/// the benchmarks' profiles read; the report keeps seconds per phase).
+struct Trace(String, std::time::Instant);
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        if std::env::var("DEDUP_TRACE").is_ok() {
+            eprintln!("TRACE {} {:.3}", self.0, self.1.elapsed().as_secs_f64());
+        }
+    }
 }
 
 impl Planned {

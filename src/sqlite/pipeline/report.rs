@@ -177,7 +177,7 @@ impl Report {
         }
         match &self.kind {
             Some(k) if k.incremental => lines.push(format!(
-                "  incremental since run {}: {} new or changed row(s), {} gone or changed{}; only they and the rows they can meet were compared",
+                "  incremental since run {}: {} new or changed row(s), {} gone or changed{}; only they and the rows they can meet were compared{}",
                 k.since.map_or("?".into(), |r| r.to_string()),
                 k.dirty,
                 k.gone,
@@ -185,7 +185,10 @@ impl Report {
                     format!(", {} checked again (the last run's rewrite changed what phase 1 makes of it)", k.recheck)
                 } else {
                     String::new()
-                }
+                },
+                k.scanned.as_deref().map_or(String::new(), |why| format!(
+                    "\n  every row was read to find them: {why}"
+                ))
             )),
             Some(k) => lines.push(format!(
                 "  full run: {}",
@@ -242,13 +245,14 @@ impl Report {
         }
         if let Some(k) = &self.kind {
             too_long.push_str(&format!(
-                ",\"kind\":{},\"why\":{},\"since\":{},\"dirty\":{},\"gone\":{},\"recheck\":{}",
+                ",\"kind\":{},\"why\":{},\"since\":{},\"dirty\":{},\"gone\":{},\"recheck\":{},\"scanned\":{}",
                 json_string(if k.incremental { "incremental" } else { "full" }),
                 k.why.as_deref().map_or("null".into(), json_string),
                 k.since.map_or("null".into(), |r| r.to_string()),
                 k.dirty,
                 k.gone,
-                k.recheck
+                k.recheck,
+                k.scanned.as_deref().map_or("null".into(), json_string)
             ));
         }
         if !self.kept_apart.is_empty() {

@@ -1,0 +1,99 @@
+//! Which rows of an incremental window scan need their text read: a row
+//! the last run settled needs it only if some row within the window of it
+//! may be near it by the exact bounds (lengths and character histograms,
+//! kept in the index for settled rows), other than a row settled in the
+//! same group (such pairs are not compared). A row no such pair reaches is
+//! a slot in the window, like a placeholder: it can neither be removed nor
+//! remove another, so leaving its text out changes nothing.
+
+use crate::core::near_dups::{text_bounds, Bounds};
+use crate::core::similarity::CharHistogram;
+
+/// A row of the scan's input, as the pruning sees it.
+#[derive(Debug, Clone)]
+pub struct PruneRow {
+    /// A placeholder: a slot, never compared.
+    pub placeholder: bool,
+    /// The group of rows the last run settled it in; `None` for a row not
+    /// settled (new or changed), whose text is always read.
+    pub settled: Option<i64>,
+    /// Its text's length in code points and histogram, when known.
+    pub profile: Option<(usize, CharHistogram)>,
+}
+
+/// For each row, whether the scan needs its text (always for rows not
+/// settled; never for placeholders). `distance`: the rows on each side a
+/// row may be compared with (a larger one only reads more texts).
+pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
+    let may_meet = |a: &PruneRow, b: &PruneRow| -> bool {
+        if b.placeholder || (a.settled.is_some() && a.settled == b.settled) {
+            return false;
+        }
+        match (&a.profile, &b.profile) {
+            (Some((la, ha)), Some((lb, hb))) => {
+                matches!(
+                    text_bounds((*la, ha), (*lb, hb), threshold),
+                    Bounds::Pass { .. }
+                )
+            }
+            _ => true,
+        }
+    };
+    (0..rows.len())
+        .map(|i| {
+            let row = &rows[i];
+            if row.placeholder {
+                return false;
+            }
+            if row.settled.is_none() || threshold <= 0.0 {
+                return true;
+            }
+            let lo = i.saturating_sub(distance);
+            let hi = (i + distance).min(rows.len() - 1);
+            (lo..=hi).any(|j| j != i && may_meet(row, &rows[j]))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(settled: Option<i64>, text: Option<&str>) -> PruneRow {
+        PruneRow {
+            placeholder: false,
+            settled,
+            profile: text.map(|t| (t.chars().count(), CharHistogram::new(t))),
+        }
+    }
+
+    const SLOT: PruneRow = PruneRow {
+        placeholder: true,
+        settled: None,
+        profile: None,
+    };
+
+    #[test]
+    fn a_settled_row_needs_its_text_only_for_a_partner_the_bounds_let_through() {
+        let a = "the harbour reopened after the storm, said the mayor";
+        let near = "the harbour reopened after the storm, said the mayor.";
+        let other = "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz";
+        // A new row near a settled one: both read.
+        let rows = [row(Some(0), Some(a)), row(None, Some(near))];
+        assert_eq!(needed(&rows, 0.9, 5), [true, true]);
+        // Same lengths, other characters: the histogram bound keeps the settled row out.
+        let rows = [row(Some(0), Some(a)), row(None, Some(other))];
+        assert_eq!(needed(&rows, 0.9, 5), [false, true]);
+        // Out of the window: not read.
+        let rows = [row(Some(0), Some(a)), SLOT, row(None, Some(near))];
+        assert_eq!(needed(&rows, 0.9, 1), [false, false, true]);
+        // Two settled rows of one group are never compared; of two groups, they are.
+        let rows = [row(Some(0), Some(a)), row(Some(0), Some(near))];
+        assert_eq!(needed(&rows, 0.9, 5), [false, false]);
+        let rows = [row(Some(0), Some(a)), row(Some(1), Some(near))];
+        assert_eq!(needed(&rows, 0.9, 5), [true, true]);
+        // A partner of unknown profile may be near anything.
+        let rows = [row(Some(0), Some(a)), row(None, None)];
+        assert_eq!(needed(&rows, 0.9, 5), [true, true]);
+    }
+}

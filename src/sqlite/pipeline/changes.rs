@@ -1,0 +1,234 @@
+//! The change log that spares an incremental run reading every row: three
+//! triggers on the pages table (`dedup_track_insert`, `_update`, `_delete`)
+//! write the rowid of every row inserted, updated or deleted since the
+//! last run into `dedup_changes`. A run trusts the log only when the
+//! triggers are still the ones it created, the table's schema is the one
+//! it saw, and the rows the log does not name are exactly the rows the
+//! index holds (a digest of their rowids; this catches what triggers do
+//! not see, such as a row `INSERT OR REPLACE` deletes for a conflict on
+//! another column, or rowids renumbered by `VACUUM`). Otherwise the run
+//! reads every row's fingerprint, as without a log, and says why.
+//!
+//! The triggers are dropped while a run writes (its own deletes and
+//! rewrites are not changes for the next run) and created again with an
+//! empty log when the run's index is written, in the run's transaction.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::schema::{self, quote_ident, Source};
+use super::DedupError;
+
+/// The triggers: (name, event, the rowids they log; `{r}` is the rowid's
+/// name).
+const TRACKERS: [(&str, &str, &str); 3] = [
+    ("dedup_track_insert", "INSERT", "(new.{r})"),
+    ("dedup_track_update", "UPDATE", "(old.{r}), (new.{r})"),
+    ("dedup_track_delete", "DELETE", "(old.{r})"),
+];
+
+/// The statement that creates tracker `name` on `table`, as SQLite keeps
+/// it in `sqlite_schema` (without the `main.` it is created with).
+fn tracker_sql(name: &str, event: &str, rows: &str, table: &str, rowid: &str) -> String {
+    format!(
+        "CREATE TRIGGER {name} AFTER {event} ON {} BEGIN INSERT OR IGNORE INTO dedup_changes (rid) VALUES {}; END",
+        quote_ident(table),
+        rows.replace("{r}", rowid)
+    )
+}
+
+/// Whether the trigger `name` on `table` with this `sql` is one of ours
+/// (for the check that no trigger writes to the extension's tables).
+pub fn is_tracker(name: &str, table: &str, sql: &str) -> bool {
+    TRACKERS.iter().any(|(n, event, rows)| {
+        *n == name
+            && ["rowid", "_rowid_", "oid"]
+                .iter()
+                .any(|r| tracker_sql(n, event, rows, table, r) == sql)
+    })
+}
+
+/// The trackers' stored statements, in order (`None` where one is missing).
+fn stored(db: &Connection) -> Result<Vec<Option<String>>, DedupError> {
+    TRACKERS
+        .iter()
+        .map(|(name, _, _)| {
+            Ok(db
+                .query_row(
+                    "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()?)
+        })
+        .collect()
+}
+
+/// The table's `CREATE TABLE` statement.
+fn table_sql(db: &Connection, source: &Source) -> Result<Option<String>, DedupError> {
+    Ok(db
+        .query_row(
+            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+            [&source.table],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten())
+}
+
+/// Drops the trackers (on whatever table they are).
+pub fn untrack(db: &Connection) -> Result<(), DedupError> {
+    for (name, _, _) in TRACKERS {
+        db.execute_batch(&format!("DROP TRIGGER IF EXISTS main.{name}"))?;
+    }
+    Ok(())
+}
+
+/// Creates the trackers on the table with an empty log but for the rows
+/// the next run must take as changed anyway (the index's unsettled rows,
+/// fingerprint 0), and records what a later run checks them against in
+/// `dedup_index_state` (keys `tracked` and `schema`).
+pub fn track(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    untrack(db)?;
+    for (name, event, rows) in TRACKERS {
+        let sql = tracker_sql(name, event, rows, &source.table, source.rowid);
+        db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
+    }
+    db.execute_batch(
+        "DELETE FROM main.dedup_changes;
+         INSERT INTO main.dedup_changes SELECT rid FROM main.dedup_index WHERE fp = 0;",
+    )?;
+    let tracked = stored(db)?.into_iter().flatten().collect::<Vec<_>>();
+    db.execute(
+        "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('tracked', ?1), ('schema', ?2)",
+        rusqlite::params![tracked.join("\n"), table_sql(db, source)?],
+    )?;
+    Ok(())
+}
+
+/// Forgets the log: no trackers, no logged rows, nothing recorded.
+pub fn forget(db: &Connection) -> Result<(), DedupError> {
+    untrack(db)?;
+    if schema::object_type(db, "dedup_changes")?.as_deref() == Some("table") {
+        db.execute_batch("DELETE FROM main.dedup_changes")?;
+    }
+    Ok(())
+}
+
+/// The count of a set of rowids and a wrapping sum of a mix of each: equal
+/// digests mean equal sets (but with odds of about 2^-64).
+fn digest(db: &Connection, sql: &str) -> Result<(u64, u64), DedupError> {
+    let mut stmt = db.prepare(sql)?;
+    let mut rows = stmt.query([])?;
+    let (mut n, mut sum) = (0u64, 0u64);
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        n += 1;
+        sum = sum.wrapping_add(mix(id as u64));
+    }
+    Ok((n, sum))
+}
+
+/// SplitMix64's finalizer: a bijection that spreads each bit over all.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `None` when the log names every row changed since the index was
+/// written; otherwise why it cannot be trusted (the run then reads every
+/// row). Reads the table's rowids once (not its values).
+pub fn untrusted(db: &Connection, source: &Source) -> Result<Option<String>, DedupError> {
+    if schema::object_type(db, "dedup_changes")?.as_deref() != Some("table") {
+        return Ok(Some("no change log".into()));
+    }
+    let state = |key: &str| -> Result<Option<String>, DedupError> {
+        Ok(db
+            .query_row(
+                "SELECT CAST(value AS TEXT) FROM main.dedup_index_state WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    };
+    let now = stored(db)?;
+    let Some(tracked) = state("tracked")? else {
+        return Ok(Some("no change log".into()));
+    };
+    if now.iter().any(Option::is_none)
+        || now.into_iter().flatten().collect::<Vec<_>>().join("\n") != tracked
+    {
+        return Ok(Some(
+            "the change log's triggers were dropped or changed".into(),
+        ));
+    }
+    if state("schema")? != table_sql(db, source)? {
+        return Ok(Some(format!(
+            "the schema of {} changed",
+            quote_ident(&source.table)
+        )));
+    }
+    let table = digest(
+        db,
+        &format!(
+            "SELECT {rowid} FROM {table} WHERE {rowid} NOT IN (SELECT rid FROM main.dedup_changes)",
+            rowid = source.rowid,
+            table = source.qualified()
+        ),
+    )?;
+    let index = digest(
+        db,
+        "SELECT rid FROM main.dedup_index WHERE rid NOT IN (SELECT rid FROM main.dedup_changes)",
+    )?;
+    if table != index {
+        return Ok(Some(
+            "rows changed that the change log does not name (INSERT OR REPLACE deleting another row, VACUUM)"
+                .into(),
+        ));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tracker_is_recognised_only_as_created() {
+        let sql = tracker_sql(
+            "dedup_track_update",
+            "UPDATE",
+            "(old.{r}), (new.{r})",
+            "pages",
+            "rowid",
+        );
+        assert_eq!(
+            sql,
+            "CREATE TRIGGER dedup_track_update AFTER UPDATE ON \"pages\" BEGIN INSERT OR IGNORE INTO dedup_changes (rid) VALUES (old.rowid), (new.rowid); END"
+        );
+        assert!(is_tracker("dedup_track_update", "pages", &sql));
+        assert!(!is_tracker("dedup_track_update", "other", &sql));
+        assert!(!is_tracker("dedup_track_insert", "pages", &sql));
+        assert!(!is_tracker(
+            "dedup_track_update",
+            "pages",
+            &sql.replace("dedup_changes", "dedup_runs")
+        ));
+    }
+
+    #[test]
+    fn the_digest_tells_sets_apart() {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            "CREATE TABLE a (x INTEGER PRIMARY KEY); INSERT INTO a VALUES (1), (2), (5);",
+        )
+        .unwrap();
+        let d = |sql: &str| digest(&db, sql).unwrap();
+        assert_eq!(d("SELECT x FROM a"), d("VALUES (5), (1), (2)"));
+        // Same count and same sum of rowids, another set.
+        assert_ne!(d("SELECT x FROM a"), d("VALUES (1), (3), (4)"));
+        assert_eq!(d("SELECT x FROM a WHERE 0"), (0, 0));
+    }
+}
