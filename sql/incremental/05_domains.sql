@@ -35,11 +35,12 @@ SELECT t.domain,
        coalesce((SELECT c.pages FROM main.dedup_domains AS c WHERE c.domain IS t.domain), 0) + sum(t.d)
 FROM _dedup_domain_delta AS t GROUP BY t.domain;
 DROP TABLE temp._dedup_domain_delta;
--- A domain below n_min loses its kept rows (read by domain only then).
+-- A domain below n_min loses its kept rows (read by domain only then: the
+-- CROSS JOINs keep the index the inner loop).
 INSERT INTO _dedup_domain_removed
 SELECT x.rid, c.domain, c.pages
-FROM _dedup_domain_counts AS c CROSS JOIN _dedup_run AS r
-JOIN main.dedup_index AS x ON x.domain = c.domain
+FROM _dedup_run AS r CROSS JOIN _dedup_domain_counts AS c
+CROSS JOIN main.dedup_index AS x ON x.domain = c.domain
 WHERE c.pages < r.n_min AND x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT rid FROM _dedup_dirty) AND x.rid NOT IN (SELECT rid FROM _dedup_gone)
   AND x.rid NOT IN (SELECT rid FROM _dedup_lost)
@@ -55,10 +56,10 @@ WHERE c.pages < r.n_min AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
 INSERT INTO _dedup_prepared
 SELECT x.rid, NULL, x.canonical_url, x.domain, NULL, NULL, x.content_hash, x.datetime, x.crawled,
        x.length, x.category, NULL, x.has_text, x.strict_url, x.https, 0, NULL
-FROM main.dedup_index AS x
-WHERE x.canonical_url IN (
-        SELECT o.canonical_url FROM main.dedup_index AS o
-        WHERE o.rid IN (SELECT source_rowid FROM _dedup_near_removed UNION SELECT source_rowid FROM _dedup_domain_removed))
-  AND x.skip_reason IS NULL
+FROM (SELECT DISTINCT o.canonical_url
+      FROM (SELECT source_rowid FROM _dedup_near_removed UNION SELECT source_rowid FROM _dedup_domain_removed) AS k
+      JOIN main.dedup_index AS o ON o.rid = k.source_rowid) AS u
+CROSS JOIN main.dedup_index AS x ON x.canonical_url = u.canonical_url
+WHERE x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT source_rowid FROM _dedup_prepared)
   AND x.rid NOT IN (SELECT rid FROM _dedup_gone);
