@@ -357,8 +357,16 @@ pub fn prune(db: &Connection) -> Result<(), DedupError> {
     let mut positions = Vec::new();
     let mut rows = Vec::new();
     {
+        // (Histograms: a settled row's from the index, a new row's from
+        // its text, the one 04_near_input.sql measured.)
         let mut stmt = db.prepare(
-            "SELECT pos, placeholder, settled, tlen, hist FROM temp._dedup_near_input ORDER BY pos",
+            "SELECT i.pos, i.placeholder, i.settled, i.tlen,
+                    CASE WHEN i.placeholder = 1 THEN NULL
+                         WHEN i.settled IS NOT NULL THEN (SELECT x.hist FROM main.dedup_index AS x WHERE x.rid = i.id)
+                         ELSE (SELECT dedup_histogram(coalesce(i.fill_parsed, s.parsed))
+                               FROM temp._dedup_source AS s WHERE s.rid = i.id)
+                    END
+             FROM temp._dedup_near_input AS i ORDER BY i.pos",
         )?;
         let mut found = stmt.query([])?;
         while let Some(r) = found.next()? {

@@ -206,7 +206,7 @@ fn run_phases(
                     if when == When::Incremental && !incremental {
                         continue;
                     }
-                    db.execute_batch(sql).map_err(|e| {
+                    run_script(db, sql).map_err(|e| {
                         DedupError::new(match e {
                             // Our own messages already say what is wrong.
                             rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
@@ -222,6 +222,32 @@ fn run_phases(
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));
     }
     Ok(seconds)
+}
+
+/// Runs a phase script; with `DEDUP_TRACE` set, a statement at a time,
+/// printing each one's first line and seconds.
+fn run_script(db: &Connection, sql: &str) -> rusqlite::Result<()> {
+    if std::env::var("DEDUP_TRACE").is_err() {
+        return db.execute_batch(sql);
+    }
+    use rusqlite::fallible_iterator::FallibleIterator;
+    let mut batch = rusqlite::Batch::new(db, sql);
+    while let Some(mut stmt) = batch.next()? {
+        let start = std::time::Instant::now();
+        stmt.raw_execute()?;
+        let text = stmt.expanded_sql().unwrap_or_default();
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("--"))
+            .unwrap_or("");
+        eprintln!(
+            "TRACE   {} {:.3}",
+            first.chars().take(70).collect::<String>(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// With `DEDUP_TRACE` set in the environment, each step's seconds are
