@@ -143,16 +143,7 @@ pub fn untrusted(db: &Connection, source: &Source) -> Result<Option<String>, Ded
     if schema::object_type(db, "dedup_changes")?.as_deref() != Some("table") {
         return Ok(Some("no change log".into()));
     }
-    let state = |key: &str| -> Result<Option<String>, DedupError> {
-        Ok(db
-            .query_row(
-                "SELECT CAST(value AS TEXT) FROM main.dedup_index_state WHERE key = ?1",
-                [key],
-                |r| r.get(0),
-            )
-            .optional()?
-            .flatten())
-    };
+    let state = |key: &str| super::index::state_value(db, key);
     let now = stored(db)?;
     let Some(tracked) = state("tracked")? else {
         return Ok(Some("no change log".into()));

@@ -127,6 +127,18 @@ fn always_full(s: &Settings) -> Option<&'static str> {
     }
 }
 
+/// The value of `key` in `dedup_index_state`, as text (`None` when absent).
+pub fn state_value(db: &Connection, key: &str) -> Result<Option<String>, DedupError> {
+    Ok(db
+        .query_row(
+            "SELECT CAST(value AS TEXT) FROM main.dedup_index_state WHERE key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten())
+}
+
 /// Why this run must be full, or `None` when it can be incremental.
 fn why_full(
     db: &Connection,
@@ -151,16 +163,7 @@ fn why_full(
             "no index yet (the first run, or a restore since the last)".into(),
         ));
     }
-    let state = |key: &str| -> Result<Option<String>, DedupError> {
-        Ok(db
-            .query_row(
-                "SELECT CAST(value AS TEXT) FROM main.dedup_index_state WHERE key = ?1",
-                [key],
-                |r| r.get(0),
-            )
-            .optional()?
-            .flatten())
-    };
+    let state = |key: &str| state_value(db, key);
     let Some(run) = state("run")? else {
         return Ok(Some(
             "no index yet (the first run, or a restore since the last)".into(),
