@@ -21,12 +21,14 @@ use super::pipeline::schema::{self, Source};
 use super::pipeline::{settings, DedupError};
 use super::scalars::{check_arity, text_arg, user_error};
 use super::url_chrome::ChromeMemory;
+use super::url_model::{ModelCache, Stamp, EDIT_TRIGGERS};
 use crate::core::hash::sha1_hex;
 use crate::core::sketch::{MinHasher, Shingling};
 use crate::core::url::{canonicalize, UrlOptions};
+use crate::core::url_model::Change;
 use crate::core::url_rules::{
     jaccard_at_least, only_difference, param_rules, probability, refetch_rule, variant_rule,
-    RuleKey, UrlParts, ANY_DOMAIN,
+    RuleKey, UrlParts,
 };
 
 /// Pairs of one path compared per new URL: the most recent ones.
@@ -138,18 +140,20 @@ fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
         .collect()
 }
 
-/// The tables of the model, created when missing.
+/// The tables of the model and its edit triggers, created when missing.
 fn ensure_schema(db: &Connection) -> Result<()> {
     let present: i64 = db.query_row(
-        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN
+        "SELECT count(*) FROM main.sqlite_schema WHERE type IN ('table', 'trigger') AND name IN
            ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state',
-            'dedup_url_segments')",
+            'dedup_url_segments', 'dedup_url_rules_inserted', 'dedup_url_rules_updated',
+            'dedup_url_rules_deleted')",
         [],
         |r| r.get(0),
     )?;
-    if present < 5 {
+    if present < 8 {
         db.execute_batch(SCHEMA)?;
         db.execute_batch(super::url_chrome::SCHEMA)?;
+        db.execute_batch(EDIT_TRIGGERS)?;
     }
     Ok(())
 }
@@ -191,9 +195,21 @@ fn watermarks(
 /// compares with them (at most [`MAX_COMPARED`] kept).
 type PathCache = HashMap<(String, String), Vec<Seen>>;
 
+/// What a learning batch changed: the model's stamp before and after, and
+/// the changes (for the connection's [`ModelCache`]).
+struct Batch {
+    before: Stamp,
+    after: Stamp,
+    changes: Vec<Change>,
+}
+
 /// Learns from the rows added since the last batch (all rows the first
 /// time), in `crawled` order; returns the report.
-fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError> {
+fn learn(
+    db: &Connection,
+    table: &str,
+    batch: &mut Option<Batch>,
+) -> std::result::Result<String, DedupError> {
     ensure_schema(db)?;
     let source = Source::inspect(db, table)?;
     schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
@@ -203,6 +219,9 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
         &schema::archive_view_body(db, &source, None)?,
     )?;
     let state = read_state(db)?;
+    let state_value = |k: &str| state.get(k).cloned().unwrap_or(Value::Null);
+    let before: Stamp = state_value("version");
+    let mut changes: Vec<Change> = Vec::new();
     let (from_rowid, from_archive) = watermarks(db, &source, &state)?;
     let opts = rule_options();
     let shingling = Shingling::new("word", 4).expect("a valid shingling");
@@ -339,6 +358,10 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
                 item.signature.as_deref().map(signature_blob),
                 url
             ])?;
+            changes.push(Change::Refetched {
+                key: canonical.clone(),
+                raw: url.clone(),
+            });
             if let Some(cached) = paths
                 .get_mut(&key)
                 .and_then(|v| v.iter_mut().find(|s| s.parts.query == parts.query))
@@ -413,14 +436,23 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
             url
         ])?;
         next_seen += 1;
+        changes.push(Change::Seen {
+            key: canonical.clone(),
+            domain: parts.domain.clone(),
+            path: parts.path.clone(),
+            query: parts.query_key(),
+            raw: url.clone(),
+        });
         for (param, value) in &parts.query {
-            add_param.execute(params![
-                parts.domain,
-                parts.path,
-                parts.query_key_without(param),
-                param,
-                value
-            ])?;
+            let rest = parts.query_key_without(param);
+            add_param.execute(params![parts.domain, parts.path, rest, param, value])?;
+            changes.push(Change::Param {
+                domain: parts.domain.clone(),
+                path: parts.path.clone(),
+                rest,
+                param: param.clone(),
+                value: value.clone(),
+            });
         }
         earlier.push(item);
         if earlier.len() > 2 * MAX_COMPARED as usize {
@@ -431,7 +463,7 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
     drop(cursor);
     chrome.save()?;
     learned.rules_updated = counts.len();
-    save_counts(db, counts)?;
+    save_counts(db, counts, &mut changes)?;
     let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(
         "SELECT (SELECT max(rid) FROM temp._dedup_source),
                 (SELECT url FROM temp._dedup_source ORDER BY rid DESC LIMIT 1),
@@ -439,17 +471,26 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
+    // (A new random version every batch: the stamp of what it learned.)
+    let version: i64 = db.query_row("SELECT random()", [], |r| r.get(0))?;
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_url_state (key, value)
-         VALUES ('table', ?1), ('rowid', ?2), ('url', ?3), ('archive_rowid', ?4), ('seen', ?5)",
+         VALUES ('table', ?1), ('rowid', ?2), ('url', ?3), ('archive_rowid', ?4), ('seen', ?5),
+                ('version', ?6)",
         params![
             source.table,
             last_rowid.unwrap_or(i64::MIN),
             last_url,
             archive_max,
-            next_seen
+            next_seen,
+            version
         ],
     )?;
+    *batch = Some(Batch {
+        before,
+        after: Value::Integer(version),
+        changes,
+    });
     Ok(format!(
         "learned from {} new URL(s) ({} already seen, {} without an http(s) URL); {} rule(s) updated",
         learned.new_urls, learned.already_seen, learned.unparseable, learned.rules_updated
@@ -458,7 +499,11 @@ fn learn(db: &Connection, table: &str) -> std::result::Result<String, DedupError
 
 /// Adds the batch's counts to `dedup_url_rules` and recomputes the
 /// probability of every rule it touched.
-fn save_counts(db: &Connection, counts: HashMap<RuleKey, (i64, i64)>) -> Result<()> {
+fn save_counts(
+    db: &Connection,
+    counts: HashMap<RuleKey, (i64, i64)>,
+    changes: &mut Vec<Change>,
+) -> Result<()> {
     let mut find = db.prepare(
         "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
          WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
@@ -482,6 +527,10 @@ fn save_counts(db: &Connection, counts: HashMap<RuleKey, (i64, i64)>) -> Result<
             Some((rowid, o, d)) => {
                 let (o, d) = (o.saturating_add(obs), d.saturating_add(dups));
                 update.execute(params![rowid, o, d, probability(o, d)])?;
+                changes.push(Change::Rule {
+                    probability: probability(o, d),
+                    key: k,
+                });
             }
             None => {
                 insert.execute(params![
@@ -493,6 +542,10 @@ fn save_counts(db: &Connection, counts: HashMap<RuleKey, (i64, i64)>) -> Result<
                     dups,
                     probability(obs, dups)
                 ])?;
+                changes.push(Change::Rule {
+                    probability: probability(obs, dups),
+                    key: k,
+                });
             }
         }
     }
@@ -512,116 +565,14 @@ fn unless_no_model<T>(result: Result<Option<T>>) -> Result<Option<T>> {
     }
 }
 
-/// The probability that fetching `url` brings no new content: when its
-/// canonical form was already fetched, its domain's refetch rule (the same
-/// URL) or variant rule (another form of it); else the
-/// highest probability of the rules that apply to it (as MaybeDont's `get_dupe_prob`: a parameter rule
-/// applies when a URL differing only in that parameter was fetched); `None`
-/// when no rule applies.
-fn dupe_probability(db: &Connection, url: &str) -> Result<Option<f64>> {
+/// The probability that fetching `url` brings no new content
+/// ([`crate::core::url_model::UrlModel::dupe_probability`]), from the
+/// connection's model; `None` when no rule applies or nothing was learned.
+fn dupe_probability(db: &Connection, cache: &ModelCache, url: &str) -> Result<Option<f64>> {
     let Some((key, parts, _)) = rule_parts(url, &rule_options()) else {
         return Ok(None);
     };
-    unless_no_model(probability_of(db, url, &key, &parts))
-}
-
-fn probability_of(db: &Connection, url: &str, key: &str, parts: &UrlParts) -> Result<Option<f64>> {
-    let (d, path) = (parts.domain.as_str(), parts.path.as_str());
-    let (fetched, raw, on_path): (bool, Option<String>, bool) = db.query_row(
-        "SELECT EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE url = ?1),
-                (SELECT raw FROM main.dedup_url_seen WHERE url = ?1),
-                EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE domain = ?2 AND path = ?3)",
-        params![key, d, path],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
-    let mut rule = db.prepare(
-        "SELECT probability FROM main.dedup_url_rules
-         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
-    )?;
-    let mut lookup = |k: &RuleKey| -> Result<Option<f64>> {
-        Ok(rule
-            .query_row(params![k.domain, k.path, k.param, k.value], |r| r.get(0))
-            .optional()?
-            .flatten())
-    };
-    if fetched {
-        // Fetched before as canonicalized: how often its domain's pages come
-        // back unchanged (this very URL), or how often another form of a
-        // fetched URL brought the same content.
-        return if raw.as_deref() == Some(url) {
-            lookup(&refetch_rule(d))
-        } else {
-            lookup(&variant_rule(d))
-        };
-    }
-    if !on_path {
-        // No URL of this path was fetched: no rule of the page can apply.
-        return Ok(None);
-    }
-    let mut keys: Vec<RuleKey> = vec![RuleKey::new(d, Some(path), None, None)];
-    let param_keys = |keys: &mut Vec<RuleKey>, param: &str, rest: &str| {
-        keys.push(RuleKey::new(ANY_DOMAIN, None, Some(param), None));
-        keys.push(RuleKey::new(d, None, Some(param), None));
-        keys.push(RuleKey::new(d, Some(path), Some(param), None));
-        keys.push(RuleKey::new(
-            d,
-            Some(&format!("{path}?{rest}")),
-            Some(param),
-            None,
-        ));
-    };
-    let value_keys = |keys: &mut Vec<RuleKey>, param: &str, value: &str| {
-        keys.push(RuleKey::new(ANY_DOMAIN, None, Some(param), Some(value)));
-        keys.push(RuleKey::new(d, None, Some(param), Some(value)));
-        keys.push(RuleKey::new(d, Some(path), Some(param), Some(value)));
-    };
-    if !parts.query.is_empty() {
-        // Was a URL fetched that lacks the parameter (removed), or has
-        // another value of it (changed)?
-        let mut sibling = db.prepare(
-            "SELECT EXISTS (SELECT 1 FROM main.dedup_url_seen WHERE domain = ?1 AND path = ?2 AND query = ?3),
-                    EXISTS (SELECT 1 FROM main.dedup_url_params WHERE domain = ?1 AND path = ?2 AND rest = ?3 AND param = ?4)",
-        )?;
-        for (param, value) in &parts.query {
-            let rest = parts.query_key_without(param);
-            let (removed, changed): (bool, bool) = sibling
-                .query_row(params![d, path, rest, param], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?;
-            if removed || changed {
-                param_keys(&mut keys, param, &rest);
-            }
-            if removed {
-                value_keys(&mut keys, param, value);
-            }
-        }
-    }
-    // Was a URL fetched that is this one plus a parameter?
-    let query = parts.query_key();
-    let siblings = db
-        .prepare(
-            "SELECT DISTINCT param, value FROM main.dedup_url_params WHERE domain = ?1 AND path = ?2 AND rest = ?3",
-        )?
-        .query_map(params![d, path, query], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        })?
-        .collect::<Result<Vec<(String, String)>>>()?;
-    for (param, value) in siblings {
-        if parts.get(&param).is_some() {
-            continue;
-        }
-        param_keys(&mut keys, &param, &query);
-        value_keys(&mut keys, &param, &value);
-    }
-    keys.sort();
-    keys.dedup();
-    let mut best: Option<f64> = None;
-    for k in &keys {
-        if let Some(p) = lookup(k)? {
-            best = Some(best.map_or(p, |b: f64| b.max(p)));
-        }
-    }
-    Ok(best)
+    unless_no_model(cache.dupe_probability(db, url, &key, &parts))
 }
 
 /// The query parameters of `url` that the rules say never change content on
@@ -650,28 +601,35 @@ fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Optio
 /// `url_rule_params`.
 pub fn register(db: &Connection) -> Result<()> {
     let writes = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
-    db.create_scalar_function("dedup_learn_url_rules", 0, writes, |ctx| {
+    let cache = ModelCache::default();
+    let learner_cache = cache.clone();
+    db.create_scalar_function("dedup_learn_url_rules", 0, writes, move |ctx| {
         // Safety: the handle is the connection running this function, used
         // on this thread for the duration of the call.
         let db = unsafe { ctx.get_connection()? };
         let s = settings::read(&db, None)?;
-        Ok(atomically(
+        let mut batch = None;
+        let report = atomically(
             &db,
             Lock::Write,
             s.busy_timeout,
             "dedup_learn_url_rules",
-            |db| learn(db, &s.table),
-        )?)
+            |db| learn(db, &s.table, &mut batch),
+        )?;
+        if let Some(b) = batch {
+            learner_cache.learned(&b.before, b.after, b.changes);
+        }
+        Ok(report)
     })?;
     let reads = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
-    db.create_scalar_function("dupe_probability", -1, reads, |ctx| {
+    db.create_scalar_function("dupe_probability", -1, reads, move |ctx| {
         check_arity(ctx, "dupe_probability", 1, 1)?;
         let Some(url) = text_arg(ctx, 0, "dupe_probability", "url")? else {
             return Ok(None);
         };
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        dupe_probability(&db, url)
+        dupe_probability(&db, &cache, url)
     })?;
     db.create_scalar_function("url_rule_params", -1, reads, |ctx| {
         check_arity(ctx, "url_rule_params", 1, 2)?;

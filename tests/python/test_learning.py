@@ -216,6 +216,70 @@ def test_dupe_probability(tmp_path):
         conn.execute("SELECT dupe_probability(x'00')").fetchone()
 
 
+def test_dupe_probability_follows_every_change_of_the_model(tmp_path):
+    """The model a connection holds for dupe_probability (read once, then
+    kept current by its own learning) answers as a fresh connection reading
+    the tables, and as a model without a version (read per URL, as before
+    versions were kept): after its own batches, another connection's
+    batch, hand edits of dedup_url_rules, and a batch rolled back."""
+    rows = param_crawl(n_articles=150, seed=5)
+    batches = [rows[i::4] for i in range(4)]
+    # Refetches in another form (the model then knows the new form).
+    batches[1] += [(r[0].replace("https://", "http://www."),) + tuple(r[1:]) for r in batches[0][:15]]
+    path = os.path.join(str(tmp_path), "crawl.db")
+    held = crawl_db(tmp_path, batches[0])
+    other = connect(path)
+    urls = [r[0] for r in rows[::3]]
+    probes = sorted(set(urls + [u + ("&" if "?" in u else "?") + "view=print" for u in urls]
+                        + [u.replace("https://", "http://www.") for u in urls]
+                        + [u + ("&" if "?" in u else "?") + "utm_source=feed" for u in urls[:20]]))
+
+    def predictions(conn):
+        return [conn.execute("SELECT dupe_probability(?)", (u,)).fetchone()[0] for u in probes]
+
+    def check(step):
+        got = predictions(held)
+        fresh = connect(path)
+        assert got == predictions(fresh), step
+        # Without a version the model is read for each URL from the tables.
+        copy = os.path.join(str(tmp_path), "unversioned.db")
+        fresh.execute("VACUUM INTO ?", (copy,))
+        fresh.close()
+        unversioned = connect(copy)
+        unversioned.execute("DELETE FROM dedup_url_state WHERE key = 'version'")
+        assert got == predictions(unversioned), step
+        unversioned.close()
+        os.unlink(copy)
+        assert sum(p is not None for p in got) > len(probes) // 10, step
+        return got
+
+    assert set(predictions(held)) == {None}  # nothing learned yet
+    held.execute("SELECT dedup_learn_url_rules()").fetchone()
+    first = check("first batch")
+    for b in batches[1:3]:
+        held.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in b])
+        held.execute("SELECT dedup_learn_url_rules()").fetchone()
+        check("a batch of its own")
+    other.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in batches[3]])
+    other.execute("SELECT dedup_learn_url_rules()").fetchone()
+    learned = check("another connection's batch")
+    assert learned != first
+    top = max(p for p in learned if p is not None)  # the rules that gave the highest prediction
+    other.execute("UPDATE dedup_url_rules SET probability = 0.001 WHERE probability = ?", (top,))
+    assert check("a rule edited") != learned
+    held.execute("DELETE FROM dedup_url_rules WHERE probability < 0.5")
+    check("rules deleted")
+    other.execute("INSERT INTO dedup_url_rules (domain, param, probability) VALUES ('*', 'view', 0.97)")
+    assert 0.97 in check("a rule inserted")
+    before = predictions(held)
+    held.execute("BEGIN")
+    held.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [(r[0] + "&again=1",) + tuple(r[1:4]) for r in rows])
+    held.execute("SELECT dedup_learn_url_rules()").fetchone()
+    assert predictions(held) != before
+    held.execute("ROLLBACK")
+    assert check("a batch rolled back") == before
+
+
 def test_url_rules_setting_moves_duplicates_to_phase_2(tmp_path):
     rows = param_crawl(n_articles=120, seed=9)
     plain = crawl_db(tmp_path, rows, "plain.db")

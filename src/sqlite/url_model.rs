@@ -1,0 +1,193 @@
+//! The learned URL model held per connection for `dupe_probability`
+//! ([`crate::core::url_model`]): read from the model's tables on the first
+//! call, then kept current by this connection's learning batches, and read
+//! again whole when the tables' stamp says someone else changed them.
+//!
+//! The stamp is `dedup_url_state`'s `version`: a random number every batch
+//! writes, and that triggers rewrite when anyone edits `dedup_url_rules`.
+//! One indexed read of it per call is the cost of knowing that another
+//! connection or process learned or edited meanwhile. A model learned
+//! before versions were kept (no `version`) is read for each call, only the
+//! rows of the URL's domain and path.
+
+use std::sync::{Arc, Mutex};
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, Result};
+
+use crate::core::url_model::{Change, UrlModel};
+use crate::core::url_rules::{RuleKey, UrlParts};
+
+/// What identifies one state of the model's tables: `dedup_url_state`'s
+/// `version` (NULL when the model predates versions).
+pub type Stamp = Value;
+
+/// The triggers that give `dedup_url_rules` a new version when a rule is
+/// edited by hand (plain SQL: they work in hosts without the extension).
+pub const EDIT_TRIGGERS: &str = "
+CREATE TRIGGER IF NOT EXISTS main.dedup_url_rules_inserted AFTER INSERT ON dedup_url_rules BEGIN
+  UPDATE dedup_url_state SET value = random() WHERE key = 'version'; END;
+CREATE TRIGGER IF NOT EXISTS main.dedup_url_rules_updated AFTER UPDATE ON dedup_url_rules BEGIN
+  UPDATE dedup_url_state SET value = random() WHERE key = 'version'; END;
+CREATE TRIGGER IF NOT EXISTS main.dedup_url_rules_deleted AFTER DELETE ON dedup_url_rules BEGIN
+  UPDATE dedup_url_state SET value = random() WHERE key = 'version'; END;
+";
+
+/// A connection's model, shared by its `dupe_probability` and its
+/// `dedup_learn_url_rules`.
+#[derive(Debug, Default, Clone)]
+pub struct ModelCache(Arc<Mutex<Option<(Stamp, UrlModel)>>>);
+
+/// The tables' stamp now; an error when nothing was learned.
+fn stamp(db: &Connection) -> Result<Stamp> {
+    db.query_row(
+        "SELECT (SELECT value FROM main.dedup_url_state WHERE key = 'version')",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// A text column, or `None` for NULL and for a value no lookup can match.
+fn text(v: Value) -> Option<String> {
+    match v {
+        Value::Text(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// The rows of the model that a URL of `only`'s (domain, path) can read;
+/// every row for `None`.
+fn load(db: &Connection, only: Option<&UrlParts>) -> Result<UrlModel> {
+    let (d, p) = only.map_or(("", ""), |o| (o.domain.as_str(), o.path.as_str()));
+    let all = only.is_none();
+    let mut model = UrlModel::new();
+    let mut seen = db.prepare(
+        "SELECT url, domain, path, query, raw FROM main.dedup_url_seen
+         WHERE ?1 OR (domain = ?2 AND path = ?3)",
+    )?;
+    let mut rows = seen.query(rusqlite::params![all, d, p])?;
+    while let Some(r) = rows.next()? {
+        if let (Some(key), Some(domain), Some(path), Some(query)) = (
+            text(r.get(0)?),
+            text(r.get(1)?),
+            text(r.get(2)?),
+            text(r.get(3)?),
+        ) {
+            let raw = text(r.get(4)?).unwrap_or_default();
+            model.apply(Change::Seen {
+                key,
+                domain,
+                path,
+                query,
+                raw,
+            });
+        }
+    }
+    let mut params = db.prepare(
+        "SELECT domain, path, rest, param, value FROM main.dedup_url_params
+         WHERE ?1 OR (domain = ?2 AND path = ?3)",
+    )?;
+    let mut rows = params.query(rusqlite::params![all, d, p])?;
+    while let Some(r) = rows.next()? {
+        if let (Some(domain), Some(path), Some(rest), Some(param), Some(value)) = (
+            text(r.get(0)?),
+            text(r.get(1)?),
+            text(r.get(2)?),
+            text(r.get(3)?),
+            text(r.get(4)?),
+        ) {
+            model.apply(Change::Param {
+                domain,
+                path,
+                rest,
+                param,
+                value,
+            });
+        }
+    }
+    // (Of two rows with one key, SQL lookups found the first by rowid: it
+    // is applied last.)
+    let mut rules = db.prepare(
+        "SELECT domain, path, param, value, probability FROM main.dedup_url_rules
+         WHERE ?1 OR domain IN (?2, '*') ORDER BY rowid DESC",
+    )?;
+    let mut rows = rules.query(rusqlite::params![all, d])?;
+    while let Some(r) = rows.next()? {
+        let (domain, path, param, value): (Value, Value, Value, Value) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let nullable = |v: Value| match v {
+            Value::Null => Some(None),
+            Value::Text(t) => Some(Some(t)),
+            _ => None,
+        };
+        let probability = match r.get::<_, Value>(4)? {
+            Value::Real(p) => p,
+            Value::Integer(p) => p as f64,
+            _ => continue,
+        };
+        if let (Some(domain), Some(path), Some(param), Some(value)) = (
+            text(domain),
+            nullable(path),
+            nullable(param),
+            nullable(value),
+        ) {
+            model.apply(Change::Rule {
+                key: RuleKey {
+                    domain,
+                    path,
+                    param,
+                    value,
+                },
+                probability,
+            });
+        }
+    }
+    Ok(model)
+}
+
+impl ModelCache {
+    /// The probability that fetching `url` brings no new content
+    /// ([`UrlModel::dupe_probability`]), from the model as its tables are
+    /// now (an error when they do not exist).
+    pub fn dupe_probability(
+        &self,
+        db: &Connection,
+        url: &str,
+        key: &str,
+        parts: &UrlParts,
+    ) -> Result<Option<f64>> {
+        let now = stamp(db)?;
+        let unversioned = now == Value::Null;
+        // (A call from inside a call on this connection cannot happen
+        // through our SQL, but would read the tables rather than wait.)
+        let locked = self.0.try_lock();
+        let (false, Ok(mut cached)) = (unversioned, locked) else {
+            return Ok(load(db, Some(parts))?.dupe_probability(url, key, parts));
+        };
+        if cached.as_ref().map(|(s, _)| s) != Some(&now) {
+            *cached = None;
+            let model = load(db, None)?;
+            *cached = Some((now, model));
+        }
+        let (_, model) = cached.as_ref().expect("just loaded");
+        Ok(model.dupe_probability(url, key, parts))
+    }
+
+    /// After this connection's learning batch committed: the batch's
+    /// changes applied when the model held was the one it started from,
+    /// else the model is dropped (read again at the next call).
+    pub fn learned(&self, before: &Stamp, after: Stamp, changes: Vec<Change>) {
+        let Ok(mut cached) = self.0.lock() else {
+            return;
+        };
+        match cached.as_mut() {
+            Some((stamp, model)) if stamp == before => {
+                for c in changes {
+                    model.apply(c);
+                }
+                *stamp = after;
+            }
+            _ => *cached = None,
+        }
+    }
+}
