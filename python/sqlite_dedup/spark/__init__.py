@@ -154,7 +154,7 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
         F.sum(F.when(F.col("skip_reason").isNotNull(), 1).otherwise(0)).alias("skipped")).collect()[0]
     figures.update(rows=int(counts["rows"] or 0), skipped=int(counts["skipped"] or 0))
     lap("01_prepare")
-    exact, winners = _elect.exact_phases(prepared)
+    exact, winners = _elect.exact_phases(prepared, persisted)
     winners = persisted(winners)
     winners.count()
     lap("02_03_elections")

@@ -19,10 +19,11 @@ def _elect(rows, key, order):
                 .withColumn("survivor_rid", F.first("rid").over(w)))
 
 
-def exact_phases(prepared):
+def exact_phases(prepared, persisted):
     """(removals of phases 1–3, the exact winners): removals as (shard, rid,
     phase, reason, survivor_shard, survivor_rid, ratio); winners with every
-    column of `prepared` but the text."""
+    column of `prepared` but the text. `persisted` caches a DataFrame and
+    takes it back when the plan is done."""
     from pyspark.sql import functions as F
 
     live = prepared.where("placeholder = 0 AND skip_reason IS NULL").drop("text")
@@ -34,7 +35,7 @@ def exact_phases(prepared):
     urls = _elect(live.where("canonical_url IS NOT NULL"), "url_key", [
         F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
         F.col("length_key").desc_nulls_last(), F.col("https").desc(), F.col("shard").asc(), F.col("rid").asc()])
-    urls = urls.persist()
+    urls = persisted(urls)
     url_lost = urls.where("survivor_shard <> shard OR survivor_rid <> rid")
     phase2 = url_lost.select("shard", "rid", F.lit(2).alias("phase"), F.lit("same canonical URL").alias("reason"),
                              "survivor_shard", "survivor_rid", ratio.alias("ratio"))
