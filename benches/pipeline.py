@@ -36,7 +36,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
 from corpora import DATA, corpus, pages  # noqa: E402
 
-PHASE_NAMES = [os.path.basename(p)[:-4] for p in P.PHASES] + ["apply", "commit"]
+# The steps a run's report times (dedup_runs.report's "seconds"), then the commit.
+PHASE_NAMES = ["00_changes", "01_canonicalize", "02_url_winners", "03_content_winners", "04_near_dups",
+               "05_domains", "06_removals", "apply", "commit"]
 
 
 def fresh_copy(n, tag):
@@ -80,8 +82,12 @@ def child(db, mode, secure_delete):
     near = [(r, s, domains.get(r), domains.get(s)) for r, s in
             conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_phase = 4")]
     removed = [r for (r,) in conn.execute("SELECT dedup_rowid FROM dedup_removed")]
+    # The survivors whose URL the run rewrote, with their new URL (the write floor rewrites them too).
+    rewritten = conn.execute("SELECT w.dedup_rowid, p.url FROM dedup_rewritten AS w JOIN pages AS p "
+                             "ON p.rowid = w.dedup_rowid WHERE w.name = 'url'").fetchall()
     print(json.dumps({"times": times, "stats": json.loads(stats) if stats else None,
                       "survivors": survivors, "lsh": lsh, "near": near, "removed": removed,
+                      "rewritten": rewritten,
                       "temp_mb": temp_mb, "run_peak_mb": run_peak_mb}))
 
 
@@ -147,10 +153,11 @@ def floor_scan(db):
     return best
 
 
-def floor_write(db, removed, repeat, secure_delete):
+def floor_write(db, removed, rewritten, repeat, secure_delete):
     """The writes no implementation can avoid: the removed rows copied to an
-    archive table and deleted, in one transaction (fastest of `repeat`, each
-    on the untouched copy `db`)."""
+    archive table and deleted, and the survivors' old URLs kept and their
+    URLs rewritten (the floor of issue 29), in one transaction (fastest of
+    `repeat`, each on the untouched copy `db`)."""
     best = float("inf")
     for i in range(repeat):
         path = db + f".floor{i}"
@@ -161,11 +168,17 @@ def floor_write(db, removed, repeat, secure_delete):
             conn.execute(f"PRAGMA secure_delete = {secure_delete}")
         conn.execute("CREATE TEMP TABLE gone (id INTEGER PRIMARY KEY)")
         conn.executemany("INSERT INTO gone VALUES (?)", [(r,) for r in removed])
+        conn.execute("CREATE TEMP TABLE new_url (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.executemany("INSERT INTO new_url VALUES (?, ?)", rewritten)
         start = time.perf_counter()
         conn.execute("BEGIN")
         conn.execute("CREATE TABLE archive AS SELECT * FROM pages WHERE 0")
         conn.execute("INSERT INTO archive SELECT * FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
         conn.execute("DELETE FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
+        conn.execute("CREATE TABLE old_url AS SELECT rowid AS id, url FROM pages WHERE rowid IN "
+                     "(SELECT id FROM temp.new_url)")
+        conn.execute("UPDATE pages SET url = (SELECT url FROM temp.new_url AS n WHERE n.id = pages.rowid) "
+                     "WHERE rowid IN (SELECT id FROM temp.new_url)")
         conn.execute("COMMIT")
         best = min(best, time.perf_counter() - start)
         conn.close()
@@ -219,7 +232,7 @@ def main():
             floor = min(f for f, _ in runs)
             best[mode] = min((r for _, r in runs), key=lambda r: sum(r["times"].values()))
             assert all(r["survivors"] == best[mode]["survivors"] for _, r in runs)
-        write = floor_write(fresh_copy(n, "floor"), best[modes[0]]["removed"], args.repeat,
+        write = floor_write(fresh_copy(n, "floor"), best[modes[0]]["removed"], best[modes[0]]["rewritten"], args.repeat,
                             args.secure_delete)
         floors.append((n, floor, write, best))
         if "window" in best and args.threads:
@@ -251,8 +264,11 @@ def main():
 def report_floors(floors, repeat, secure_delete):
     print("## Against the floor: what no implementation can avoid, measured on the same database in the same run\n")
     print("Read floor: `SELECT sum(length(parsed)) FROM pages` (every text read once). Write floor: the rows "
-          "the run removes copied into an archive table and deleted, one transaction "
-          "(`INSERT INTO archive SELECT * ... WHERE rowid IN (removed)`, `DELETE ...`, `COMMIT`). "
+          "the run removes copied into an archive table and deleted, and the survivors whose URL the run "
+          "rewrites: their old URL kept and the new one written, one transaction "
+          "(`INSERT INTO archive SELECT * ... WHERE rowid IN (removed)`, `DELETE ...`, "
+          "`CREATE TABLE old_url AS SELECT rowid, url ... WHERE rowid IN (rewritten)`, `UPDATE ... WHERE rowid IN "
+          "(rewritten)`, `COMMIT`; issue 29's floor). "
           f"Pipeline: dedup_plan + dedup_apply, default settings, fastest of {repeat}. "
           + (f"`PRAGMA secure_delete = {secure_delete}` on the pipeline's and the write floor's connections.\n"
              if secure_delete else "`secure_delete` as SQLite was built (Debian: on), for both.\n"))
@@ -291,7 +307,7 @@ def report_window(rows, repeat):
     print("|---" * (len(PHASE_NAMES) + 8) + "|")
     for n, floor, ours, ref in rows:
         total = sum(ours["times"].values())
-        cells = [f"{ours['times'][p]:.2f}" for p in PHASE_NAMES]
+        cells = [f"{ours['times'].get(p, 0.0):.2f}" for p in PHASE_NAMES]
         if ref:
             ref_cells = [f"{ref[0]:.1f}", f"{ref[0] / total:.0f}x",
                          "yes" if ref[1] == ours["survivors"] else "NO"]
@@ -321,7 +337,7 @@ def report_lsh(rows, repeat):
     print("|---" * (len(PHASE_NAMES) + 11) + "|")
     for n, floor, ours, window in rows:
         total = sum(ours["times"].values())
-        cells = [f"{ours['times'][p]:.2f}" for p in PHASE_NAMES]
+        cells = [f"{ours['times'].get(p, 0.0):.2f}" for p in PHASE_NAMES]
         s = ours["stats"]
         near = {r: (s_, dr, ds) for r, s_, dr, ds in ours["near"]}
         base = {r for r, *_ in window["near"]} if window else set()

@@ -5,6 +5,7 @@
 
 use rusqlite::{params, Connection, ErrorCode};
 
+use super::plan::lap;
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
 use super::rewrites::REWRITES;
@@ -14,6 +15,7 @@ use super::{fail, DedupError};
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let start = std::time::Instant::now();
+    let mut step = start;
     let Some(plan) = planned(db)? else {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
@@ -60,6 +62,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             db.execute(&one, params![plan.run, id])
         })
     })?;
+    lap("apply: archive", &mut step);
     if archived as i64 != removals {
         return fail(format!(
             "dedup: the table changed since the run was planned, got {archived} of {removals} removed rows to archive; nothing was changed"
@@ -103,6 +106,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         )?;
     }
 
+    lap("apply: old values", &mut step);
     // 3. Delete the removed rows (before the rewrite: a survivor's new URL
     //    may be a removed row's old one under UNIQUE(url)).
     let delete_sql = format!(
@@ -119,6 +123,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         ));
     }
 
+    lap("apply: delete", &mut step);
     // 4. Rewrite the survivors' changed columns.
     if !rewrites.is_empty() {
         let set: Vec<String> = rewrites
@@ -150,6 +155,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         })?;
     }
 
+    lap("apply: rewrite", &mut step);
     // 5. Domain counts, the run's record, the explanation view.
     // The domain counts before the run are kept with it, for restore; a row
     // with a NULL dedup_rowid marks a run that kept them (even none).
@@ -172,7 +178,9 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
          WHERE c.pages >= r.n_min OR c.domain IS NULL;"
     ))?;
+    lap("apply: domains", &mut step);
     super::index::write(db, &source, plan.run, archived_after, &plan.settings)?;
+    lap("apply: index", &mut step);
     let mut report = Report::read(db, &plan)?;
     report
         .seconds
@@ -185,6 +193,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     )?;
     create_why_view(db, &source)?;
     drop_temp(db)?;
+    lap("apply: record", &mut step);
     Ok(report)
 }
 

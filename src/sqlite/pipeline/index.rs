@@ -36,6 +36,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::own_tables::INDEX_KEYS;
+use super::plan::lap;
 use super::schema::Source;
 use super::scripts;
 use super::settings::Settings;
@@ -416,6 +417,7 @@ pub fn write(
     let table = source.qualified();
     let rowid = source.rowid;
     let fp = fingerprint_of(source, "g");
+    let mut step = std::time::Instant::now();
     // 1. Phase 1's values of the rows this run rewrote, as they now are
     //    (the old ones kept in _dedup_before).
     db.execute_batch(&format!(
@@ -427,7 +429,9 @@ pub fn write(
          CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source
          WHERE rid IN (SELECT source_rowid FROM temp._dedup_before);"
     ))?;
+    lap("index: rewritten rows", &mut step);
     db.execute_batch(scripts::prepare_rows_sql())?;
+    lap("index: rewritten rows prepared", &mut step);
     // 2. The rows to (re)write. A rewritten row whose phase-1 values
     //    changed, or that a run would rewrite again, is unsettled (fp 0).
     let pending = super::rewrites::pending_besides_url(source);
@@ -481,6 +485,7 @@ pub fn write(
          {last}
          {which};"
     ))?;
+    lap("index: rows", &mut step);
     // 3. The scan order: this run's rows kept with text, and placeholders
     //    (a full run's, and the rows removed now in phases 4-5 that the next
     //    run's placeholders take, as 04a_near_input.sql chooses them).
@@ -535,13 +540,16 @@ pub fn write(
              {create}"
         ))?;
     }
+    lap("index: written", &mut step);
     db.execute_batch("DROP TABLE temp._dedup_index_new;")?;
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
         rusqlite::params![run, version(), comparable(db, settings_json)?],
     )?;
-    super::changes::track(db, source)
+    let tracked = super::changes::track(db, source);
+    lap("index: change log", &mut step);
+    tracked
 }
 
 /// Forgets the index and the change log (a restore changes the table

@@ -255,6 +255,15 @@ fn run_script(db: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// the benchmarks' profiles read; the report keeps seconds per phase).
 struct Trace(String, std::time::Instant);
 
+/// With `DEDUP_TRACE` set, prints `TRACE <label> <seconds since *since>`
+/// and restarts the clock (a step of a longer function).
+pub(super) fn lap(label: &str, since: &mut std::time::Instant) {
+    if std::env::var("DEDUP_TRACE").is_ok() {
+        eprintln!("TRACE {label} {:.3}", since.elapsed().as_secs_f64());
+        *since = std::time::Instant::now();
+    }
+}
+
 impl Drop for Trace {
     fn drop(&mut self) {
         if std::env::var("DEDUP_TRACE").is_ok() {
