@@ -37,20 +37,20 @@ import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.enable_load_extension(True)
 conn.load_extension(sys.argv[2])
-conn.execute("SELECT dedup_run()").fetchone()
+conn.execute("SELECT dedup_run(?)", (sys.argv[3],)).fetchone()
 """
 
 SPARK = r"""
 import json, os, sys, urllib.request
 from pyspark.sql import SparkSession
 from sqlite_dedup import spark as dedup_spark
-master, shards = sys.argv[1], sys.argv[2:]
+master, settings, shards = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
 cores = int(master[6:-1])
 spark = (SparkSession.builder.master(master).config("spark.ui.port", "4140")
          .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "8g")
          .config("spark.sql.shuffle.partitions", str(4 * cores)).getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-report = dedup_spark.run(spark, shards, {})
+report = dedup_spark.run(spark, shards, settings)
 app = spark.sparkContext.applicationId
 stages = json.load(urllib.request.urlopen(f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{app}/stages"))
 report["shuffle_write_bytes"] = sum(s.get("shuffleWriteBytes", 0) for s in stages)
@@ -152,6 +152,7 @@ def main():
     ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--masters", default="local[1],local[2]")
+    ap.add_argument("--settings", default="{}", help="the settings of every run, as JSON (e.g. near_mode lsh)")
     args = ap.parse_args()
     src = corpus(args.pages)
     work = os.path.join(DATA, "spark")
@@ -166,7 +167,7 @@ def main():
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     shards = split(src, base, args.shards)
-    single_s, single_mb, _ = timed([sys.executable, "-c", SINGLE, whole, EXTENSION], env)
+    single_s, single_mb, _ = timed([sys.executable, "-c", SINGLE, whole, EXTENSION, args.settings], env)
     expected = state([whole])
     rows = []
     for master in args.masters.split(","):
@@ -177,22 +178,25 @@ def main():
         for p in shards:
             copies.append(os.path.join(run_dir, os.path.basename(p)))
             shutil.copy(p, copies[-1])
-        seconds, mb, out = timed([sys.executable, "-c", SPARK, master, *copies], env)
+        seconds, mb, out = timed([sys.executable, "-c", SPARK, master, args.settings, *copies], env)
         report = json.loads(out.strip().splitlines()[-1])
         rows.append((master, seconds, mb, report, state(copies) == expected))
     lines = [f"# Spark against one database ({time.strftime('%Y-%m-%d')})", "",
-             f"`/usr/bin/python3 benches/spark.py --pages {args.pages} --shards {args.shards}`: builder corpus of "
+             f"`/usr/bin/python3 benches/spark.py --pages {args.pages} --shards {args.shards} --settings "
+             f"'{args.settings}'`: builder corpus of "
              f"{args.pages} pages (seed 7) in {args.shards} shards of unequal sizes; dedup_run() on the whole "
              f"database: {single_s:.1f} s, peak {single_mb:.0f} MB.", "",
              "| master | seconds (JVM start included) | / dedup_run() | speed-up over local[1] | shuffle written per page "
-             "| peak memory, process tree (MB) | phase-4 range scans (rounds) | same pages and archive |",
+             "| peak memory, process tree (MB) | phase-4 range scans (rounds) or lsh components (rounds) "
+             "| same pages and archive |",
              "|---|---|---|---|---|---|---|---|"]
     one = next((s for m, s, *_ in rows if m == "local[1]"), None)
     for master, seconds, mb, report, same in rows:
         lines.append(f"| {master} | {seconds:.1f} | {seconds / single_s:.2f} | "
                      f"{(one / seconds) if one else float('nan'):.2f} | "
                      f"{report['shuffle_write_bytes'] / args.pages:.0f} B | {mb:.0f} | "
-                     f"{report.get('phase4_range_scans')} ({report.get('phase4_rounds')}) | {'yes' if same else 'NO'} |")
+                     f"{report.get('phase4_range_scans', report.get('lsh_components'))} "
+                     f"({report.get('phase4_rounds', report.get('lsh_rounds'))}) | {'yes' if same else 'NO'} |")
     lines += ["", "Seconds per step (the driver's clock; `01_prepare` includes reading the shards):", "",
               "| master | " + " | ".join(rows[0][3].get("seconds", {})) + " |",
               "|---|" + "---|" * len(rows[0][3].get("seconds", {}))]

@@ -143,6 +143,10 @@ VARIANTS = [
     ("threshold-0.9-n_min-3", {"threshold": 0.9, "n_min": 3}),
     ("threshold-1.0", {"threshold": 1.0}),
     ("keep-params", {"discard_params": 0}),
+    ("lsh", {"near_mode": "lsh"}),
+    ("lsh-chain-threshold-0.9-n_min-3", {"near_mode": "lsh", "lsh_election": "chain", "threshold": 0.9, "n_min": 3}),
+    ("lsh-threshold-1.0", {"near_mode": "lsh", "threshold": 1.0}),
+    ("lsh-keep-params-8x4", {"near_mode": "lsh", "discard_params": 0, "lsh_bands": 8, "lsh_rows": 4}),
 ]
 
 
@@ -158,9 +162,12 @@ def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, 
     assert got[1] == expected[1]
     assert got[0] == expected[0]
     assert report["rows_before"] == 5000 and report["rows_after"] == len(expected[0])
-    if settings.get("threshold", 0.9) < 1.0:
+    if settings.get("threshold", 0.9) < 1.0 and "near_mode" not in settings:
         # Ranges of 60 positions, a window of 49: boundaries fall inside groups.
         assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
+    if settings.get("threshold", 0.9) < 1.0 and "near_mode" in settings:
+        # Many components (each scanned apart), found in more than one round.
+        assert report["lsh_components"] > 100 and report["lsh_rounds"] > 1
     if name == "default":
         # A second run over the shards is a second run over the database
         # (placeholders of phase 4 kept in every shard's archive).
@@ -176,24 +183,30 @@ def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, 
         assert [dump(p)[1] for p in shards] == [b[1] for b in before]
 
 
-def test_a_100k_builder_corpus_in_seven_unequal_shards_equals_one_database(spark, tmp_path):
+@pytest.mark.parametrize("mode", ["window", "lsh"])
+def test_a_100k_builder_corpus_in_seven_unequal_shards_equals_one_database(spark, tmp_path, mode):
     """The issue's larger corpus: 100,000 builder pages (seed 7, built once
     into the git-ignored bench-data/) in 7 shards of unequal sizes, phase 4
-    cut into ranges of 2,000 positions, so that boundaries fall inside
-    groups of near-copies."""
+    cut into ranges of 2,000 positions (window mode), so that boundaries
+    fall inside groups of near-copies, or into the LSH candidate graph's
+    components (lsh mode)."""
     from sqlite_dedup import spark as dedup_spark
     sys.path.insert(0, os.path.join(P.ROOT, "benches"))
     from corpora import corpus
     whole = str(tmp_path / "whole.db")
     shutil.copy(corpus(100000), whole)
     shards = split(whole, tmp_path, [0.02, 0.15, 0.2, 0.45, 0.5, 0.8])
-    report = dedup_spark.run(spark, shards, {}, partition_rows=2000)
-    whole_run(whole, {})
+    settings = {"near_mode": mode}
+    report = dedup_spark.run(spark, shards, settings, partition_rows=2000)
+    whole_run(whole, settings)
     expected, got = state([whole]), state(shards)
     assert got[1] == expected[1]
     assert got[0] == expected[0]
     assert report["rows_before"] == 100000 and report["rows_after"] == len(expected[0])
-    assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
+    if mode == "window":
+        assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
+    else:
+        assert report["lsh_components"] > 100 and report["lsh_rounds"] > 1
 
 
 def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
@@ -206,6 +219,19 @@ def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
     assert state(shards) == state([whole])
     assert "3 shard(s), 600 rows -> 245 rows" in run.stdout
     assert "shard 2: run 1, 300 -> 117 rows" in run.stdout
+
+
+def test_lsh_mode_from_the_command_line(package, tmp_path):
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(P.DEMO, whole)
+    shards = split(whole, tmp_path, [0.3, 0.6])
+    run = spark_cli(package, [*shards, "--master", "local[2]", "--near-mode", "lsh", "--lsh-election", "chain",
+                              "--json"])
+    assert run.returncode == 0, run.stderr
+    whole_run(whole, {"near_mode": "lsh", "lsh_election": "chain"})
+    assert state(shards) == state([whole])
+    report = json.loads(run.stdout)
+    assert report["removed"]["4"] > 0 and report["lsh_components"] > 0
 
 
 def test_a_failed_task_is_retried_with_the_same_result(package, tmp_path):
@@ -263,7 +289,7 @@ def test_a_bad_shard_is_named_before_any_shard_changes(package, tmp_path):
 def test_settings_spark_does_not_take_are_refused(spark, tmp_path):
     from sqlite_dedup import spark as dedup_spark
     shards = split(P.DEMO, tmp_path, [0.5])
-    for settings in ({"near_mode": "lsh"}, {"prefer": ["crawled DESC"]}, {"boilerplate": "strip"}):
+    for settings in ({"prefer": ["crawled DESC"]}, {"boilerplate": "strip"}):
         with pytest.raises(dedup_spark.UnsupportedSetting):
             dedup_spark.run(spark, shards, settings)
 

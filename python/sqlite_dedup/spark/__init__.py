@@ -10,8 +10,9 @@ restore. PySpark is imported here only inside the functions
     report = dedup_spark.run(spark, ["crawl-1.db", "crawl-2.db"], {"threshold": 0.9})
 
 Phase 1 runs in a task per shard through the extension (`dedup_prepare`);
-phases 2, 3 and 5 are Spark aggregations; phase 4 (window mode) scans
-ranges of the URL order in tasks, exactly (see `_window`); each shard's
+phases 2, 3 and 5 are Spark aggregations; phase 4 scans ranges of the URL
+order in tasks (window mode, see `_window`) or the connected components of
+the LSH candidate graph (lsh mode, see `_lsh`), exactly; each shard's
 part of the plan is kept in the shard before any is changed, then applied by
 a task per shard with `dedup_apply_plan` (one transaction each). A job that
 dies midway is completed by running the same command again.
@@ -29,7 +30,7 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 #: The settings a Spark run takes (the others make no sense across shards
 #: yet, see docs/scale-out.md).
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
-                      "compat", "columns", "busy_timeout")
+                      "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -50,8 +51,6 @@ def _settings_json(settings):
         raise UnsupportedSetting(
             f"sqlite-dedup spark: setting(s) {', '.join(unknown)} not supported on Spark "
             f"(supported: {', '.join(SUPPORTED_SETTINGS)})")
-    if settings.get("near_mode", "window") != "window":
-        raise UnsupportedSetting("sqlite-dedup spark: near_mode 'lsh' is not supported on Spark yet (window only)")
     return json.dumps(settings)
 
 
@@ -121,7 +120,7 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     and fewer when that gives fewer than two ranges a core)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from . import _elect, _window
+    from . import _elect, _lsh, _window
 
     settings_json = _settings_json(settings)
     clock = [time.perf_counter()]
@@ -164,11 +163,19 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     rows = persisted(_window.scan_order(winners, prepared.where("placeholder = 1"), texts))
     total = rows.count()
     lap("04_scan_order")
-    if partition_rows is None:
-        cores = spark.sparkContext.defaultParallelism
-        partition_rows = max(window, 1, min(PARTITION_ROWS, math.ceil(total / (2 * cores))))
-    near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows)
-    figures.update(phase4_rounds=rounds, phase4_range_scans=scans, phase4_partition_rows=partition_rows)
+    cached = ()
+    if _settings_value(settings_json, "near_mode", "window") == "lsh":
+        s = json.loads(settings_json)
+        election = s.get("lsh_election") or ("chain" if s.get("compat") == "reference" else "direct")
+        near, lsh_figures = _lsh.scan(rows, threshold, int(s.get("lsh_bands") or 32),
+                                      int(s.get("lsh_rows") or 4), election)
+        figures.update(lsh_figures)
+    else:
+        if partition_rows is None:
+            cores = spark.sparkContext.defaultParallelism
+            partition_rows = max(window, 1, min(PARTITION_ROWS, math.ceil(total / (2 * cores))))
+        near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows)
+        figures.update(phase4_rounds=rounds, phase4_range_scans=scans, phase4_partition_rows=partition_rows)
     ids = rows.select("pos", "shard", "rid")
     near = (near.join(ids, "pos")
             .join(ids.select(F.col("pos").alias("survivor_pos"), F.col("shard").alias("survivor_shard"),
@@ -199,9 +206,10 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     # (The decisions are cached: what they were computed from can go.)
     for rdd in [cached[0], *cached[1]] if cached else []:
         rdd.unpersist()
-    for df in keep + _window.CACHED:
+    for df in keep + _window.CACHED + _lsh.CACHED:
         df.unpersist()
     _window.CACHED.clear()
+    _lsh.CACHED.clear()
     return decisions, figures
 
 

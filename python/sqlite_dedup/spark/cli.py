@@ -26,6 +26,13 @@ def parser():
     run.add_argument("--table", help="the table of pages in every shard (default pages)")
     run.add_argument("--columns", metavar="JSON", help="the table's columns for the pipeline's names")
     run.add_argument("--compat", choices=["reference", "none"], help="'reference': the reference's behaviour")
+    run.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
+                     help="near-duplicate candidates (setting near_mode; default window)")
+    run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
+    run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    run.add_argument("--lsh-election", choices=["chain", "direct"],
+                     help="lsh mode: 'direct' (default) removes a row only for a survivor it is near; "
+                          "'chain' is the window scan's election")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
 
@@ -39,7 +46,9 @@ def main(argv=None):
     settings = {k: v for k, v in {
         "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
         "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
-        "table": args.table, "columns": args.columns, "compat": args.compat}.items() if v is not None}
+        "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
+        "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election}.items()
+        if v is not None}
     try:
         from pyspark.sql import SparkSession
     except ImportError:
