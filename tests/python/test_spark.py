@@ -221,17 +221,17 @@ def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
     assert "shard 2: run 1, 300 -> 117 rows" in run.stdout
 
 
-def test_lsh_mode_from_the_command_line(package, tmp_path):
-    whole = str(tmp_path / "whole.db")
-    shutil.copy(P.DEMO, whole)
-    shards = split(whole, tmp_path, [0.3, 0.6])
-    run = spark_cli(package, [*shards, "--master", "local[2]", "--near-mode", "lsh", "--lsh-election", "chain",
-                              "--json"])
-    assert run.returncode == 0, run.stderr
-    whole_run(whole, {"near_mode": "lsh", "lsh_election": "chain"})
-    assert state(shards) == state([whole])
-    report = json.loads(run.stdout)
-    assert report["removed"]["4"] > 0 and report["lsh_components"] > 0
+def test_the_command_line_options_are_the_run_settings(package):
+    """The options of `sqlite-dedup spark run` map to the settings the API
+    runs with (the runs themselves: the tests above and below)."""
+    sys.path.insert(0, package)
+    from sqlite_dedup.spark import cli
+    args = cli.parser().parse_args(["run", "a.db", "b.db", "--near-mode", "lsh", "--lsh-bands", "8", "--lsh-rows",
+                                    "2", "--lsh-election", "chain", "--keep-params", "--n-min", "3",
+                                    "--threshold", "0.85"])
+    assert cli.settings_of(args) == {"near_mode": "lsh", "lsh_bands": 8, "lsh_rows": 2, "lsh_election": "chain",
+                                     "discard_params": 0, "n_min": 3, "threshold": 0.85}
+    assert cli.settings_of(cli.parser().parse_args(["run", "a.db"])) == {}
 
 
 def test_a_failed_task_is_retried_with_the_same_result(package, tmp_path):

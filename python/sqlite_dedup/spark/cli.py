@@ -37,18 +37,23 @@ def parser():
     return p
 
 
+def settings_of(args):
+    """The run's settings from the parsed options (the ones given)."""
+    return {k: v for k, v in {
+        "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
+        "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
+        "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
+        "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election}.items()
+        if v is not None}
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     missing = [s for s in args.shards if not os.path.isfile(s)]
     if missing:
         print(f"sqlite-dedup spark: no database file {missing[0]!r}; nothing was changed", file=sys.stderr)
         return 1
-    settings = {k: v for k, v in {
-        "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
-        "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
-        "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
-        "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election}.items()
-        if v is not None}
+    settings = settings_of(args)
     try:
         from pyspark.sql import SparkSession
     except ImportError:
