@@ -114,6 +114,18 @@ def print_plan(planned):
             print(f"  would remove rowid {e['rowid']} ({e['url']}): {e['reason']}{kept}")
 
 
+def add_near_mode_options(parser):
+    """The near-mode options (near_mode and the lsh_* settings), shared by
+    `sqlite-dedup run/plan` and `sqlite-dedup spark run`."""
+    parser.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
+                        help="near-duplicate candidates (setting near_mode; default window)")
+    parser.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
+    parser.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    parser.add_argument("--lsh-election", choices=["chain", "direct"],
+                        help="lsh mode: 'direct' (default) removes a row only for a survivor it is near "
+                             "(no drift); 'chain' is the window scan's election")
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["spark"]:
@@ -124,18 +136,12 @@ def main(argv=None):
     common = argparse.ArgumentParser(add_help=False)  # the settings, for run and plan
     common.add_argument("db")
     common.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    common.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
-                     help="near-duplicate candidates (setting near_mode; default window)")
     common.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
     common.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
     common.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
     common.add_argument("--keep-params", action="store_true",
                      help="keep all but tracking query parameters (setting discard_params = 0)")
-    common.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
-    common.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
-    common.add_argument("--lsh-election", choices=["chain", "direct"],
-                     help="lsh mode: 'direct' (default) removes a row only for a survivor it is near (no drift); "
-                          "'chain' is the window scan's election")
+    add_near_mode_options(common)
     common.add_argument("--boilerplate", choices=["keep", "strip"],
                      help="'strip': compare texts without the lines a site repeats (default keep)")
     common.add_argument("--url-rules", type=float, metavar="P",

@@ -55,6 +55,18 @@ fn text(v: Value) -> Option<String> {
     }
 }
 
+/// The first `N` columns of a row as texts; `None` when one is not text.
+fn texts<const N: usize>(r: &rusqlite::Row<'_>) -> Result<Option<[String; N]>> {
+    let mut out: [String; N] = std::array::from_fn(|_| String::new());
+    for (i, slot) in out.iter_mut().enumerate() {
+        match text(r.get(i)?) {
+            Some(t) => *slot = t,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
 /// The rows of the model that a URL of `only`'s (domain, path) can read;
 /// every row for `None`.
 fn load(db: &Connection, only: Option<&UrlParts>) -> Result<UrlModel> {
@@ -67,12 +79,7 @@ fn load(db: &Connection, only: Option<&UrlParts>) -> Result<UrlModel> {
     )?;
     let mut rows = seen.query(rusqlite::params![all, d, p])?;
     while let Some(r) = rows.next()? {
-        if let (Some(key), Some(domain), Some(path), Some(query)) = (
-            text(r.get(0)?),
-            text(r.get(1)?),
-            text(r.get(2)?),
-            text(r.get(3)?),
-        ) {
+        if let Some([key, domain, path, query]) = texts::<4>(r)? {
             let raw = text(r.get(4)?).unwrap_or_default();
             model.apply(Change::Seen {
                 key,
@@ -89,13 +96,7 @@ fn load(db: &Connection, only: Option<&UrlParts>) -> Result<UrlModel> {
     )?;
     let mut rows = params.query(rusqlite::params![all, d, p])?;
     while let Some(r) = rows.next()? {
-        if let (Some(domain), Some(path), Some(rest), Some(param), Some(value)) = (
-            text(r.get(0)?),
-            text(r.get(1)?),
-            text(r.get(2)?),
-            text(r.get(3)?),
-            text(r.get(4)?),
-        ) {
+        if let Some([domain, path, rest, param, value]) = texts::<5>(r)? {
             model.apply(Change::Param {
                 domain,
                 path,

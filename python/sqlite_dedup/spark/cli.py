@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+from sqlite_dedup.cli import add_near_mode_options
+
 
 def parser():
     """The command's arguments."""
@@ -26,13 +28,7 @@ def parser():
     run.add_argument("--table", help="the table of pages in every shard (default pages)")
     run.add_argument("--columns", metavar="JSON", help="the table's columns for the pipeline's names")
     run.add_argument("--compat", choices=["reference", "none"], help="'reference': the reference's behaviour")
-    run.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
-                     help="near-duplicate candidates (setting near_mode; default window)")
-    run.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
-    run.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
-    run.add_argument("--lsh-election", choices=["chain", "direct"],
-                     help="lsh mode: 'direct' (default) removes a row only for a survivor it is near; "
-                          "'chain' is the window scan's election")
+    add_near_mode_options(run)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
 
