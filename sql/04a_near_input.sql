@@ -24,12 +24,13 @@ DROP TABLE IF EXISTS temp._dedup_near_input;
 -- on 1M pages a text read costs 17 us through _dedup_prepared, 13 without.
 -- (url and own = 1 for the table's rows, not placeholders: for the index
 -- of incremental runs, see below.)
--- settled, tlen, need: NULL in a full run; an incremental run's rows the
--- last run compared already, the length of the text compared, and 0 for a
--- row no comparison needs (see sql/incremental/04_near_input.sql).
+-- settled, tlen, need, slots: NULL in a full run; an incremental run's
+-- rows the last run compared already, the length of the text compared, 0
+-- for a row no comparison needs, and the window slots a placeholder row
+-- stands for (see src/sqlite/pipeline/near_input.rs).
 CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER,
                                      domain TEXT, fill_parsed TEXT, url TEXT, own INTEGER, settled INTEGER,
-                                     tlen INTEGER, need INTEGER);
+                                     tlen INTEGER, need INTEGER, slots INTEGER);
 WITH live AS (
   SELECT p.canonical_url AS url, p.source_rowid AS id,
          0 AS placeholder, p.domain, p.fill_parsed, p.prefer_rank, p.https,
@@ -62,7 +63,7 @@ SELECT row_number() OVER (ORDER BY url, id, placeholder) AS pos,
          ORDER BY placeholder ASC, prefer_rank ASC, external ASC, datetime DESC NULLS LAST,
                   crawled DESC NULLS LAST, length DESC, https DESC, url ASC, id ASC
        ) AS rank,
-       domain, fill_parsed, url, 1 - placeholder, NULL, NULL, NULL
+       domain, fill_parsed, url, 1 - placeholder, NULL, NULL, NULL, NULL
 FROM (SELECT * FROM live UNION ALL SELECT * FROM placeholders)
 WHERE (SELECT threshold FROM _dedup_run) < 1.0
   AND (SELECT kind FROM _dedup_incremental) = 'full';

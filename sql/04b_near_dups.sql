@@ -33,7 +33,7 @@ GROUP BY domain;
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 CREATE TEMP VIEW _dedup_near_texts AS
 SELECT i.pos, i.id, i.rank,
-       i.settled,
+       i.settled, i.slots,
        CASE WHEN i.placeholder = 0 AND i.need IS NOT 0 THEN
          (SELECT coalesce(
                    CASE WHEN c.hashes IS NOT NULL THEN

@@ -342,6 +342,49 @@ fn near_dups_scans_a_table_in_pos_order() {
 }
 
 #[test]
+fn a_placeholder_of_n_slots_takes_n_places_in_the_window() {
+    let db = db();
+    // Rows 10 and 40 are near; a window of 2 rows ahead reaches from 10 to
+    // 40 only if fewer than 2 slots lie between them.
+    db.execute_batch(
+        "CREATE TABLE t(pos INTEGER, id INTEGER, text TEXT, rank INTEGER, slots INTEGER);
+         INSERT INTO t VALUES (1, 10, 'the quick brown fox', 2, NULL), (2, 20, NULL, 0, 1),
+                              (3, 40, 'the quick brown fix', 1, NULL);
+         CREATE TABLE wide(pos INTEGER, id INTEGER, text TEXT, rank INTEGER, slots INTEGER);
+         INSERT INTO wide SELECT pos, id, text, rank, CASE WHEN id = 20 THEN 2 END FROM t;
+         CREATE TABLE expanded(pos INTEGER, id INTEGER, text TEXT, rank INTEGER);
+         INSERT INTO expanded VALUES (1, 10, 'the quick brown fox', 2), (2, 20, NULL, 0),
+                                     (3, 21, NULL, 0), (4, 40, 'the quick brown fix', 1);",
+    )
+    .unwrap();
+    let removed = |input: &str| -> Vec<(i64, i64)> {
+        db.prepare(&format!(
+            "SELECT id, survivor FROM near_dups('{input}', 0.8, 2)"
+        ))
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_>>()
+        .unwrap()
+    };
+    assert_eq!(removed("t"), vec![(10, 40)]);
+    assert_eq!(removed("wide"), vec![]);
+    assert_eq!(removed("expanded"), vec![]);
+    db.execute_batch("UPDATE wide SET slots = 0 WHERE id = 20")
+        .unwrap();
+    assert_eq!(
+        err(&db, "SELECT * FROM near_dups('wide', 0.8, 2)"),
+        "near_dups: slots in the input must be at least 1, and 1 for a row with a text, got 0 in the row at pos integer 2"
+    );
+    db.execute_batch("UPDATE wide SET slots = 2 WHERE id = 10")
+        .unwrap();
+    assert_eq!(
+        err(&db, "SELECT * FROM near_dups('wide', 0.8, 2)"),
+        "near_dups: slots in the input must be at least 1, and 1 for a row with a text, got 2 in the row at pos integer 1"
+    );
+}
+
+#[test]
 fn near_dups_errors() {
     let db = db();
     db.execute_batch("CREATE TABLE t(pos, id, text, rank); CREATE TABLE u(a, b);")

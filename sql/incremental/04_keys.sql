@@ -2,9 +2,9 @@
 -- the last run. _dedup_ghosts: the last run's rows that left the order
 -- (gone or changed since, or removed now in phases 2-3 for a new row), at
 -- the place they had. _dedup_keys: those places and the new rows' own.
--- The runner then reads the `distance` rows of the last run's order
--- (main.dedup_index_order) on each side of each key into
--- _dedup_neighbours (src/sqlite/pipeline/index.rs).
+-- The runner then takes the `distance` rows of the last run's order
+-- (main.dedup_index_order) on each side of each key
+-- (src/sqlite/pipeline/near_input.rs).
 DROP TABLE IF EXISTS temp._dedup_ghosts;
 CREATE TEMP TABLE _dedup_ghosts (url TEXT, id INTEGER, PRIMARY KEY (url, id));
 INSERT OR IGNORE INTO _dedup_ghosts
@@ -21,6 +21,3 @@ SELECT p.canonical_url, p.source_rowid
 FROM _dedup_exact_winners AS w JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
 WHERE p.has_text AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
   AND (SELECT threshold FROM _dedup_run) < 1.0;
-DROP TABLE IF EXISTS temp._dedup_neighbours;
-CREATE TEMP TABLE _dedup_neighbours (url TEXT, id INTEGER, placeholder INTEGER,
-                                     PRIMARY KEY (url, id, placeholder));

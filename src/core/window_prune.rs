@@ -25,34 +25,39 @@ pub struct PruneRow {
 /// settled; never for placeholders). `distance`: the rows on each side a
 /// row may be compared with (a larger one only reads more texts).
 pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
-    let may_meet = |a: &PruneRow, b: &PruneRow| -> bool {
-        if b.placeholder || (a.settled.is_some() && a.settled == b.settled) {
-            return false;
+    // (Each pair once: the bounds are symmetric, and a pair of rows both
+    // known to need their texts is not looked at.)
+    let mut need: Vec<bool> = rows
+        .iter()
+        .map(|r| !r.placeholder && (r.settled.is_none() || threshold <= 0.0))
+        .collect();
+    for i in 0..rows.len() {
+        let a = &rows[i];
+        if a.placeholder {
+            continue;
         }
-        match (&a.profile, &b.profile) {
-            (Some((la, ha)), Some((lb, hb))) => {
-                matches!(
+        for j in i + 1..rows.len().min(i.saturating_add(distance).saturating_add(1)) {
+            let b = &rows[j];
+            if b.placeholder
+                || (need[i] && need[j])
+                || (a.settled.is_some() && a.settled == b.settled)
+            {
+                continue;
+            }
+            let near = match (&a.profile, &b.profile) {
+                (Some((la, ha)), Some((lb, hb))) => matches!(
                     text_bounds((*la, ha), (*lb, hb), threshold),
                     Bounds::Pass { .. }
-                )
+                ),
+                _ => true,
+            };
+            if near {
+                need[i] = true;
+                need[j] = true;
             }
-            _ => true,
         }
-    };
-    (0..rows.len())
-        .map(|i| {
-            let row = &rows[i];
-            if row.placeholder {
-                return false;
-            }
-            if row.settled.is_none() || threshold <= 0.0 {
-                return true;
-            }
-            let lo = i.saturating_sub(distance);
-            let hi = (i + distance).min(rows.len() - 1);
-            (lo..=hi).any(|j| j != i && may_meet(row, &rows[j]))
-        })
-        .collect()
+    }
+    need
 }
 
 #[cfg(test)]
@@ -72,6 +77,70 @@ mod tests {
         settled: None,
         profile: None,
     };
+
+    /// The definition, row by row: a settled row needs its text when some
+    /// row within `distance` of it, not a placeholder nor settled in the
+    /// same group, may be near it by the bounds.
+    fn needed_by_definition(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
+        let may_meet = |a: &PruneRow, b: &PruneRow| -> bool {
+            if b.placeholder || (a.settled.is_some() && a.settled == b.settled) {
+                return false;
+            }
+            match (&a.profile, &b.profile) {
+                (Some((la, ha)), Some((lb, hb))) => matches!(
+                    text_bounds((*la, ha), (*lb, hb), threshold),
+                    Bounds::Pass { .. }
+                ),
+                _ => true,
+            }
+        };
+        (0..rows.len())
+            .map(|i| {
+                let row = &rows[i];
+                if row.placeholder {
+                    return false;
+                }
+                if row.settled.is_none() || threshold <= 0.0 {
+                    return true;
+                }
+                let lo = i.saturating_sub(distance);
+                let hi = (i + distance).min(rows.len() - 1);
+                (lo..=hi).any(|j| j != i && may_meet(row, &rows[j]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_pair_looked_at_once_gives_the_definition() {
+        let words = ["harbour", "tram", "line", "storm", "mayor", "zz", "qqqq"];
+        let mut seed = 7u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let rows: Vec<PruneRow> = (0..next(40) + 1)
+                .map(|_| match next(10) {
+                    0 => SLOT,
+                    k => {
+                        let text: Vec<&str> = (0..next(6) + 1)
+                            .map(|_| words[next(words.len() as u64) as usize])
+                            .collect();
+                        let settled = if k < 3 { None } else { Some(next(3) as i64) };
+                        row(settled, (k != 9).then(|| text.join(" ")).as_deref())
+                    }
+                })
+                .collect();
+            let threshold = [0.0, 0.5, 0.8, 0.9, 1.0][next(5) as usize];
+            let distance = next(6) as usize;
+            assert_eq!(
+                needed(&rows, threshold, distance),
+                needed_by_definition(&rows, threshold, distance)
+            );
+        }
+    }
 
     #[test]
     fn a_settled_row_needs_its_text_only_for_a_partner_the_bounds_let_through() {

@@ -24,6 +24,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let table = source.qualified();
     super::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
+    super::plan::lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
     super::changes::untrack(db)?;
     let removals: i64 =
@@ -192,6 +193,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     create_why_view(db, &source)?;
+    super::changes::seal(db)?;
     drop_temp(db)?;
     lap("apply: record", &mut step);
     Ok(report)

@@ -6,8 +6,10 @@
 //! it saw, and the rows the log does not name are exactly the rows the
 //! index holds (a digest of their rowids; this catches what triggers do
 //! not see, such as a row `INSERT OR REPLACE` deletes for a conflict on
-//! another column, or rowids renumbered by `VACUUM`). Otherwise the run
-//! reads every row's fingerprint, as without a log, and says why.
+//! another column, or rowids renumbered by `VACUUM`). A table without an
+//! index, whose schema cookie is the one the last run left, needs no
+//! digest: neither can happen to it. Otherwise the run reads every row's
+//! fingerprint, as without a log, and says why.
 //!
 //! The triggers are dropped while a run writes (its own deletes and
 //! rewrites are not changes for the next run) and created again with an
@@ -105,6 +107,39 @@ pub fn track(db: &Connection, source: &Source) -> Result<(), DedupError> {
     Ok(())
 }
 
+/// Records the schema cookie as the run leaves it (key `cookie` of
+/// `dedup_index_state`), when the run kept an index: the next run checks
+/// that no VACUUM (which adds one to it, and may renumber rowids) or
+/// other schema change came between. Called last in the run's
+/// transaction, after its own schema changes.
+pub fn seal(db: &Connection) -> Result<(), DedupError> {
+    if schema::object_type(db, "dedup_index_state")?.as_deref() == Some("table")
+        && super::index::state_value(db, "tracked")?.is_some()
+    {
+        db.execute(
+            "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('cookie', ?1)",
+            [schema_cookie(db)?.to_string()],
+        )?;
+    }
+    Ok(())
+}
+
+/// `PRAGMA main.schema_version`: SQLite adds to it at every schema change
+/// and at every VACUUM.
+fn schema_cookie(db: &Connection) -> Result<i64, DedupError> {
+    Ok(db.query_row("PRAGMA main.schema_version", [], |r| r.get(0))?)
+}
+
+/// Whether the table has an index (a UNIQUE or PRIMARY KEY constraint
+/// other than INTEGER PRIMARY KEY has one).
+fn has_index(db: &Connection, source: &Source) -> Result<bool, DedupError> {
+    Ok(db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_index_list(?1, 'main'))",
+        [&source.table],
+        |r| r.get(0),
+    )?)
+}
+
 /// Forgets the log: no trackers, no logged rows, nothing recorded.
 pub fn forget(db: &Connection) -> Result<(), DedupError> {
     untrack(db)?;
@@ -160,6 +195,16 @@ pub fn untrusted(db: &Connection, source: &Source) -> Result<Option<String>, Ded
             "the schema of {} changed",
             quote_ident(&source.table)
         )));
+    }
+    // Without an index on the table, only the rowid can conflict, and an
+    // INSERT OR REPLACE that replaces a row by its rowid is logged by the
+    // insert tracker; only VACUUM renumbers rowids, and it changes the
+    // schema cookie. So when the table has no index and the cookie is the
+    // one the last run left, the rows the log does not name are the
+    // index's, and the rowids need not be read (which, without an index,
+    // reads the table's every leaf page).
+    if !has_index(db, source)? && state("cookie")? == Some(schema_cookie(db)?.to_string()) {
+        return Ok(None);
     }
     let table = digest(
         db,

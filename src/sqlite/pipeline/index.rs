@@ -43,7 +43,6 @@ use super::settings::Settings;
 use super::DedupError;
 use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
-use crate::core::window_prune::{needed, PruneRow};
 
 /// The index's format; an index of another is rebuilt by a full run.
 pub const FORMAT: &str = "4";
@@ -200,7 +199,9 @@ pub fn prepare(
     s: &Settings,
     settings_json: &str,
 ) -> Result<(), DedupError> {
+    let mut step = std::time::Instant::now();
     let why = why_full(db, s, settings_json)?;
+    lap("changes: why full", &mut step);
     let since: Option<i64> = match why {
         None => db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?,
         Some(_) => None,
@@ -211,6 +212,7 @@ pub fn prepare(
         None => super::changes::untrusted(db, source)?,
         Some(_) => None,
     };
+    lap("changes: trust", &mut step);
     let (which, among) = match (&why, &scanned) {
         (Some(_), _) => ("0".to_string(), ""),
         (None, None) => (
@@ -233,6 +235,7 @@ pub fn prepare(
         fp = fingerprint_of(source, "g"),
         table = source.qualified(),
     ))?;
+    lap("changes: fingerprints", &mut step);
     if why.is_none() {
         db.execute_batch(&format!(
             "INSERT INTO temp._dedup_dirty
@@ -246,6 +249,7 @@ pub fn prepare(
             and = if among.is_empty() { "WHERE" } else { "AND" }
         ))?;
     }
+    lap("changes: dirty and gone", &mut step);
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_todo;
          CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source {};",
@@ -257,9 +261,9 @@ pub fn prepare(
     ))?;
     // (Unsettled rows, fingerprint 0, are counted apart: see RunKind.)
     let counts = if why.is_none() {
-        "(SELECT count(*) FROM temp._dedup_dirty AS d WHERE d.rid NOT IN (SELECT rid FROM main.dedup_index WHERE fp = 0)),
-         (SELECT count(*) FROM temp._dedup_gone AS g WHERE g.rid NOT IN (SELECT rid FROM main.dedup_index WHERE fp = 0)),
-         (SELECT count(*) FROM temp._dedup_gone AS g WHERE g.rid IN (SELECT rid FROM main.dedup_index WHERE fp = 0))"
+        "(SELECT count(*) FROM temp._dedup_dirty AS d WHERE NOT EXISTS (SELECT 1 FROM main.dedup_index AS x WHERE x.rid = d.rid AND x.fp = 0)),
+         (SELECT count(*) FROM temp._dedup_gone AS g WHERE NOT EXISTS (SELECT 1 FROM main.dedup_index AS x WHERE x.rid = g.rid AND x.fp = 0)),
+         (SELECT count(*) FROM temp._dedup_gone AS g WHERE EXISTS (SELECT 1 FROM main.dedup_index AS x WHERE x.rid = g.rid AND x.fp = 0))"
     } else {
         "0, 0, 0"
     };
@@ -274,6 +278,23 @@ pub fn prepare(
         ],
     )?;
     Ok(())
+}
+
+/// The table's rows. When the change log was trusted, from the index (the
+/// rows the log does not name are the index's) and the rows it names;
+/// else counted, which without an index on the table reads its every leaf
+/// page.
+pub fn rows(db: &Connection, source: &Source) -> Result<i64, DedupError> {
+    let kind = decision(db)?;
+    let sql = if kind.incremental && kind.scanned.is_none() {
+        "SELECT (SELECT count(*) FROM main.dedup_index)
+              - (SELECT count(*) FROM main.dedup_index WHERE rid IN (SELECT rid FROM main.dedup_changes))
+              + (SELECT count(*) FROM temp._dedup_fingerprint)"
+            .to_string()
+    } else {
+        format!("SELECT count(*) FROM {}", source.qualified())
+    };
+    Ok(db.query_row(&sql, [], |r| r.get(0))?)
 }
 
 /// How a run was done, as [`prepare`] decided.
@@ -315,86 +336,6 @@ pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
             })
         },
     )?)
-}
-
-/// An incremental run's phase-4 step between `04_keys.sql` and its
-/// `04a_near_input.sql`: for each key (a place where the scan order
-/// changed), the `distance` entries of the last run's order on each side
-/// (rows that left the order skipped) into `temp._dedup_neighbours`.
-pub fn neighbours(db: &Connection) -> Result<(), DedupError> {
-    let distance: i64 = db.query_row("SELECT distance FROM temp._dedup_run", [], |r| r.get(0))?;
-    let keys: Vec<(String, i64)> = db
-        .prepare("SELECT url, id FROM temp._dedup_keys")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let side = |cmp: &str, dir: &str| {
-        format!(
-            "INSERT OR IGNORE INTO temp._dedup_neighbours
-             SELECT url, id, placeholder FROM (
-               SELECT o.url, o.id, o.placeholder FROM main.dedup_index_order AS o
-               WHERE (o.url, o.id, o.placeholder) {cmp} (?1, ?2, 0)
-                 AND NOT (o.placeholder = 0 AND EXISTS (
-                   SELECT 1 FROM temp._dedup_ghosts AS g WHERE g.url = o.url AND g.id = o.id))
-               ORDER BY o.url {dir}, o.id {dir}, o.placeholder {dir} LIMIT ?3)"
-        )
-    };
-    let mut before = db.prepare(&side("<", "DESC"))?;
-    let mut after = db.prepare(&side(">", "ASC"))?;
-    for (url, id) in keys {
-        before.execute(rusqlite::params![url, id, distance])?;
-        after.execute(rusqlite::params![url, id, distance])?;
-    }
-    Ok(())
-}
-
-/// An incremental run's phase-4 step after its `04_near_input.sql`: a
-/// settled row needs its text only when a row within `distance` of it,
-/// not settled in the same group, may be near it by the exact bounds
-/// (lengths and character histograms: [`needed`]). The others get
-/// `need = 0`: no text, a slot never compared, as they would be compared
-/// with nothing that can be near.
-pub fn prune(db: &Connection) -> Result<(), DedupError> {
-    let (distance, threshold): (i64, f64) =
-        db.query_row("SELECT distance, threshold FROM temp._dedup_run", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    let mut positions = Vec::new();
-    let mut rows = Vec::new();
-    {
-        // (Histograms: a settled row's from the index, a new row's from
-        // its text, the one 04_near_input.sql measured.)
-        let mut stmt = db.prepare(
-            "SELECT i.pos, i.placeholder, i.settled, i.tlen,
-                    CASE WHEN i.placeholder = 1 THEN NULL
-                         WHEN i.settled IS NOT NULL THEN (SELECT x.hist FROM main.dedup_index AS x WHERE x.rid = i.id)
-                         ELSE (SELECT dedup_histogram(coalesce(i.fill_parsed, s.parsed))
-                               FROM temp._dedup_source AS s WHERE s.rid = i.id)
-                    END
-             FROM temp._dedup_near_input AS i ORDER BY i.pos",
-        )?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
-            let len: Option<i64> = r.get(3)?;
-            let hist = match r.get_ref(4)? {
-                ValueRef::Blob(b) => CharHistogram::from_bytes(b),
-                _ => None,
-            };
-            positions.push(r.get::<_, i64>(0)?);
-            rows.push(PruneRow {
-                placeholder: r.get::<_, i64>(1)? != 0,
-                settled: r.get(2)?,
-                profile: len.zip(hist).map(|(l, h)| (l.max(0) as usize, h)),
-            });
-        }
-    }
-    let need = needed(&rows, threshold, distance.max(0) as usize);
-    let mut mark = db.prepare("UPDATE temp._dedup_near_input SET need = 0 WHERE pos = ?1")?;
-    for ((pos, row), need) in positions.iter().zip(&rows).zip(need) {
-        if !need && !row.placeholder {
-            mark.execute([pos])?;
-        }
-    }
-    Ok(())
 }
 
 /// After the run is applied: the index describes the table as it now is.
@@ -503,20 +444,31 @@ pub fn write(
            AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
     );
     if incremental {
+        // (The rows that left the order, deleted one by one by its key:
+        // as one statement SQLite scans the whole order.)
+        let left: Vec<(String, i64)> = db
+            .prepare(
+                "SELECT url, id FROM temp._dedup_ghosts
+                 UNION ALL
+                 SELECT x.pos_url, x.rid FROM main.dedup_index AS x
+                 WHERE x.rid IN (SELECT source_rowid FROM temp._dedup_removal) AND x.pos_url IS NOT NULL",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut delete = db.prepare(
+            "DELETE FROM main.dedup_index_order WHERE url = ?1 AND id = ?2 AND placeholder = 0",
+        )?;
+        for (url, id) in left {
+            delete.execute(rusqlite::params![url, id])?;
+        }
         db.execute_batch(&format!(
-            "DELETE FROM main.dedup_index_order
-             WHERE placeholder = 0 AND (url, id) IN (
-               SELECT url, id FROM temp._dedup_ghosts
-               UNION ALL
-               SELECT x.pos_url, x.rid FROM main.dedup_index AS x
-               WHERE x.rid IN (SELECT source_rowid FROM temp._dedup_removal));
-             INSERT OR IGNORE INTO main.dedup_index_order
+            "INSERT OR IGNORE INTO main.dedup_index_order
              SELECT i.url, i.id, 0 FROM temp._dedup_near_input AS i
              WHERE i.own = 1 AND i.settled IS NULL
                AND i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
              {placeholders}
-             DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)
-               OR rid IN (SELECT source_rowid FROM temp._dedup_removal);
+             DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone);
+             DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal);
              INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;"
         ))?;
     } else {

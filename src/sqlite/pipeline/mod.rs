@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod changes;
 pub mod index;
 pub mod json;
+pub mod near_input;
 pub mod own_tables;
 pub mod plan;
 pub mod progress;

@@ -10,7 +10,7 @@ use super::settings::{self, Phases, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 41] = [
+pub const TEMP_OBJECTS: [(&str, &str); 40] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_range"),
     ("VIEW", "_dedup_rows"),
@@ -20,7 +20,6 @@ pub const TEMP_OBJECTS: [(&str, &str); 41] = [
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
     ("TABLE", "_dedup_keys"),
-    ("TABLE", "_dedup_neighbours"),
     ("TABLE", "_dedup_domains_touched"),
     ("TABLE", "_dedup_lost"),
     ("TABLE", "_dedup_near_rows"),
@@ -72,23 +71,22 @@ pub struct Planned {
 /// Plans a run: checks the table and the earlier runs' tables, writes the
 /// temp inputs, runs the phase scripts and records the plan.
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
+    let mut lapped = std::time::Instant::now();
     drop_temp(db)?;
     let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
     super::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
     create_archive_view(db, &source)?;
-    let rows_before: i64 = db.query_row(
-        &format!("SELECT count(*) FROM {}", source.qualified()),
-        [],
-        |r| r.get(0),
-    )?;
-    settings::write_run_row(db, s, run, rows_before)?;
     write_prefer(db, &source, &s.prefer)?;
+    lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
     super::index::prepare(db, &source, s, &s.to_json(db)?)?;
+    let rows_before = super::index::rows(db, &source)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
+    settings::write_run_row(db, s, run, rows_before)?;
+    lap("plan: 00_changes", &mut lapped);
     if let Phases::FromPlan(table) = &s.phases {
         copy_plan(db, table)?;
     }
@@ -197,8 +195,7 @@ fn run_phases(
             let t0 = std::time::Instant::now();
             let label = match *step {
                 Step::Script(file, _, _) => file.to_string(),
-                Step::Neighbours => "neighbours".into(),
-                Step::Prune => "prune".into(),
+                Step::NearInput => "near_input".into(),
             };
             let _trace = Trace(label, t0);
             match *step {
@@ -214,9 +211,8 @@ fn run_phases(
                         })
                     })?;
                 }
-                Step::Neighbours if incremental => super::index::neighbours(db)?,
-                Step::Prune if incremental => super::index::prune(db)?,
-                Step::Neighbours | Step::Prune => {}
+                Step::NearInput if incremental => super::near_input::build(db)?,
+                Step::NearInput => {}
             }
         }
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));

@@ -13,17 +13,15 @@ pub enum When {
 }
 
 /// One step of a phase: an SQL script of `sql/` (embedded in the binary),
-/// or the index's neighbour lookup ([`super::index::neighbours`]).
+/// or an incremental run's phase-4 rows ([`super::near_input::build`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Step {
     /// A script: its file name, its text and when it runs.
     Script(&'static str, &'static str, When),
-    /// An incremental run's rows of the last run's scan order around each
-    /// place it changed.
-    Neighbours,
-    /// An incremental run's rows whose text no comparison needs
-    /// ([`super::index::prune`]).
-    Prune,
+    /// An incremental run's rows of phase 4: the new rows and the last
+    /// run's around each place the scan order changed, each run of rows
+    /// no comparison needs as one slot row ([`super::near_input::build`]).
+    NearInput,
 }
 
 /// The phases, in order: a name and its steps.
@@ -69,13 +67,12 @@ pub const PHASES: [(&str, &[Step]); 6] = [
                 include_str!("../../../sql/incremental/04_keys.sql"),
                 When::Incremental,
             ),
-            Step::Neighbours,
+            Step::NearInput,
             Step::Script(
                 "incremental/04_near_input.sql",
                 include_str!("../../../sql/incremental/04_near_input.sql"),
                 When::Incremental,
             ),
-            Step::Prune,
             Step::Script(
                 "04b_near_dups.sql",
                 include_str!("../../../sql/04b_near_dups.sql"),

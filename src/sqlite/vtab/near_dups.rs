@@ -6,8 +6,11 @@
 //! occupies its window slot but is never compared. An optional column
 //! `settled` (an integer, or NULL) marks rows known to be near no row of the
 //! same `settled` value within the window: such pairs are not compared
-//! (an incremental run's rows that the last run compared already). Each output row is one removed input
-//! row: `id`, `survivor`, `anchor`, `ratio` (see [`crate::core::near_dups`]).
+//! (an incremental run's rows that the last run compared already). An
+//! optional column `slots` (an integer from 1, or NULL for 1) makes a
+//! placeholder stand for that many window slots. Each output row is one
+//! removed input row: `id`, `survivor`, `anchor`, `ratio` (see
+//! [`crate::core::near_dups`]).
 
 use std::ffi::c_int;
 
@@ -72,12 +75,15 @@ impl Scan for WindowScan {
         };
         validate(threshold, distance).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
-        let settled = table_columns(db, NAME, "input", &input)?
-            .iter()
-            .any(|c| c == "settled");
+        let columns = table_columns(db, NAME, "input", &input)?;
+        let optional = |name: &'static str| match columns.iter().any(|c| c == name) {
+            true => name,
+            false => "NULL",
+        };
         let sql = format!(
-            "SELECT id, text, rank, pos, {} FROM {} ORDER BY pos",
-            if settled { "settled" } else { "NULL" },
+            "SELECT id, text, rank, pos, {}, {} FROM {} ORDER BY pos",
+            optional("settled"),
+            optional("slots"),
             quote_identifier(&input)
         );
         let total: i64 = db.query_row(
@@ -95,6 +101,21 @@ impl Scan for WindowScan {
                 if read % 256 == 0 {
                     progress::done(read);
                 }
+            })
+            .flat_map(|found| {
+                // (A placeholder of n slots is n placeholders.)
+                let more = match &found {
+                    Ok((row, slots)) => std::iter::repeat((row.id, row.rank)).take(slots - 1),
+                    Err(_) => std::iter::repeat((0, 0)).take(0),
+                };
+                std::iter::once(found.map(|(row, _)| row)).chain(more.map(|(id, rank)| {
+                    Ok(ScanRow {
+                        id,
+                        rank,
+                        text: None,
+                        settled: None,
+                    })
+                }))
             });
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
@@ -112,8 +133,9 @@ impl Scan for WindowScan {
     }
 }
 
-/// One input row; a bad `id` or `rank` is an error naming the row's `pos`.
-fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<ScanRow> {
+/// One input row and the slots it takes; a bad `id`, `rank` or `slots`
+/// is an error naming the row's `pos`.
+fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<(ScanRow, usize)> {
     let integer = |i: usize, column: &str| match row.get_ref(i)? {
         ValueRef::Integer(v) => Ok(v),
         other => Err(error(
@@ -131,10 +153,27 @@ fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<ScanRow> {
         ValueRef::Null => None,
         _ => Some(integer(4, "settled")?),
     };
-    Ok(ScanRow {
-        id,
-        rank: integer(2, "rank")?,
-        text: text_value(NAME, row.get_ref(1)?, id)?,
-        settled,
-    })
+    let text = text_value(NAME, row.get_ref(1)?, id)?;
+    let slots = match row.get_ref(5)? {
+        ValueRef::Null => 1,
+        _ => match integer(5, "slots")? {
+            n if n >= 1 && (n == 1 || text.is_none()) => n as usize,
+            n => {
+                return Err(error(
+                    NAME,
+                    "slots in the input must be at least 1, and 1 for a row with a text",
+                    &format!("{n} in the row at pos {}", describe(row.get_ref(3)?)),
+                ))
+            }
+        },
+    };
+    Ok((
+        ScanRow {
+            id,
+            rank: integer(2, "rank")?,
+            text,
+            settled,
+        },
+        slots,
+    ))
 }

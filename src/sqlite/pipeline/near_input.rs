@@ -1,0 +1,286 @@
+//! An incremental run's phase-4 input (window mode), built in one ordered
+//! pass over the last run's scan order (`main.dedup_index_order`).
+//!
+//! The places where the order changed are the *keys* (`temp._dedup_keys`,
+//! from `sql/incremental/04_keys.sql`): the new rows' places and the places
+//! of the last run's rows that left the order (*ghosts*). Around each key,
+//! the `distance` entries of the last run's order on each side (ghosts
+//! skipped) may meet a new row or come closer to each other; nothing else
+//! can change. Those entries and the new rows, in scan order, are the
+//! input. A settled row (one of the last run's) needs its text only when
+//! some row within `distance` of it may be near it by the exact bounds
+//! ([`needed`]); the others, and the placeholders, are slots that are
+//! never compared, so each run of them is written as one row standing for
+//! that many slots (`slots`, which `near_dups` expands). Only the rows
+//! compared are ranked for the election (only the order of ranks counts).
+//!
+//! What it writes: `temp._dedup_near_rows(pos, id, placeholder, slots,
+//! settled, tlen, url)`, which `sql/incremental/04_near_input.sql` turns
+//! into `temp._dedup_near_input`.
+
+use std::collections::{HashSet, VecDeque};
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+
+use super::plan::lap;
+use super::DedupError;
+use crate::core::similarity::CharHistogram;
+use crate::core::window_prune::{needed, PruneRow};
+
+/// A place in the scan order: `(url, id, placeholder)`, compared as
+/// SQLite compares them (BINARY text, then integers).
+type Place = (String, i64, i64);
+
+/// One row of the input being built.
+struct Entry {
+    place: Place,
+    /// The group the last run settled it in (the ghosts before it); `None`
+    /// for a new row and for placeholders.
+    settled: Option<i64>,
+    /// A new (or changed) row.
+    new: bool,
+    /// Its text's length in code points and histogram.
+    profile: Option<(usize, CharHistogram)>,
+}
+
+/// Builds `temp._dedup_near_rows` (see the module's documentation).
+pub fn build(db: &Connection) -> Result<(), DedupError> {
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_near_rows;
+         CREATE TEMP TABLE _dedup_near_rows (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER,
+                                             slots INTEGER, settled INTEGER, tlen INTEGER, url TEXT);",
+    )?;
+    let (distance, threshold): (i64, f64) =
+        db.query_row("SELECT distance, threshold FROM temp._dedup_run", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    if threshold >= 1.0 {
+        return Ok(());
+    }
+    let d = distance.max(0) as usize;
+    let mut step = std::time::Instant::now();
+    let keys: Vec<Place> = places(
+        db,
+        "SELECT url, id, 0 FROM temp._dedup_keys ORDER BY url, id",
+    )?;
+    let ghosts: Vec<Place> = places(
+        db,
+        "SELECT url, id, 0 FROM temp._dedup_ghosts ORDER BY url, id",
+    )?;
+    let fresh = new_rows(db)?;
+    lap("near_input: keys and new rows", &mut step);
+    let mut entries = select_entries(db, &keys, &ghosts, d)?;
+    lap("near_input: order", &mut step);
+    profiles(db, &mut entries)?;
+    lap("near_input: profiles", &mut step);
+    let entries = merge(entries, fresh);
+    let rows: Vec<PruneRow> = entries
+        .iter()
+        .map(|e| PruneRow {
+            placeholder: e.place.2 != 0,
+            settled: e.settled,
+            profile: e.profile.clone(),
+        })
+        .collect();
+    let need = needed(&rows, threshold, d);
+    lap("near_input: needed", &mut step);
+    write(db, &entries, &need)?;
+    lap("near_input: written", &mut step);
+    Ok(())
+}
+
+/// Places read by `sql` (columns url, id, placeholder).
+fn places(db: &Connection, sql: &str) -> Result<Vec<Place>, DedupError> {
+    let mut stmt = db.prepare(sql)?;
+    let found = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(found)
+}
+
+/// The new rows of the input (dirty winners with text), in scan order,
+/// with their texts' lengths and histograms.
+fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
+    let mut stmt = db.prepare(
+        "SELECT p.canonical_url, p.source_rowid,
+                coalesce(p.fill_parsed, (SELECT s.parsed FROM temp._dedup_source AS s WHERE s.rid = p.source_rowid))
+         FROM temp._dedup_exact_winners AS w JOIN temp._dedup_prepared AS p ON p.source_rowid = w.source_rowid
+         WHERE p.has_text AND p.source_rowid IN (SELECT rid FROM temp._dedup_dirty)
+         ORDER BY p.canonical_url, p.source_rowid",
+    )?;
+    let mut found = stmt.query([])?;
+    let mut rows = Vec::new();
+    while let Some(r) = found.next()? {
+        let profile = match r.get_ref(2)? {
+            ValueRef::Text(t) => std::str::from_utf8(t)
+                .ok()
+                .map(|s| (s.chars().count(), CharHistogram::new(s))),
+            _ => None,
+        };
+        rows.push(Entry {
+            place: (r.get(0)?, r.get(1)?, 0),
+            settled: None,
+            new: true,
+            profile,
+        });
+    }
+    Ok(rows)
+}
+
+/// The last run's entries within `d` of a key on either side (ghosts
+/// skipped and not counted; an entry at a key's own place belongs to
+/// neither side), in order, each with its settled group. One pass over the
+/// order: the entries not yet taken wait in a ring of the last `d`, taken
+/// when a key passes; after a key, the next `d` are taken as they come.
+fn select_entries(
+    db: &Connection,
+    keys: &[Place],
+    ghosts: &[Place],
+    d: usize,
+) -> Result<Vec<Entry>, DedupError> {
+    let ghost_set: HashSet<(&str, i64)> = ghosts.iter().map(|g| (g.0.as_str(), g.1)).collect();
+    let mut stmt = db.prepare(
+        "SELECT url, id, placeholder FROM main.dedup_index_order ORDER BY url, id, placeholder",
+    )?;
+    let mut order = stmt.query([])?;
+    let mut taken: Vec<Entry> = Vec::new();
+    let mut ring: VecDeque<(usize, Place)> = VecDeque::with_capacity(d + 1);
+    let (mut ordinal, mut until, mut k) = (0usize, 0usize, 0usize);
+    let take = |place: Place, taken: &mut Vec<Entry>| {
+        let settled = (place.2 == 0).then(|| {
+            ghosts.partition_point(|g| (g.0.as_str(), g.1) < (place.0.as_str(), place.1)) as i64
+        });
+        taken.push(Entry {
+            place,
+            settled,
+            new: false,
+            profile: None,
+        });
+    };
+    while let Some(r) = order.next()? {
+        let place: Place = (r.get(0)?, r.get(1)?, r.get(2)?);
+        if place.2 == 0 && ghost_set.contains(&(place.0.as_str(), place.1)) {
+            continue;
+        }
+        let before = ordinal < until;
+        let mut at_key = false;
+        while k < keys.len() && keys[k] <= place {
+            // (The key passes: the waiting entries before it are taken.)
+            while let Some((_, p)) = ring.pop_front() {
+                take(p, &mut taken);
+            }
+            at_key |= keys[k] == place;
+            until = until.max(ordinal + d + usize::from(keys[k] == place));
+            k += 1;
+        }
+        if (at_key && before) || (!at_key && ordinal < until) {
+            take(place, &mut taken);
+        } else {
+            ring.push_back((ordinal, place));
+            while ring.front().is_some_and(|(o, _)| o + d <= ordinal) {
+                ring.pop_front();
+            }
+        }
+        ordinal += 1;
+    }
+    if k < keys.len() {
+        while let Some((_, p)) = ring.pop_front() {
+            take(p, &mut taken);
+        }
+    }
+    Ok(taken)
+}
+
+/// The settled entries' lengths and histograms, from the index (looked up
+/// in rowid order).
+fn profiles(db: &Connection, entries: &mut [Entry]) -> Result<(), DedupError> {
+    let mut wanted: Vec<(i64, usize)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.place.2 == 0)
+        .map(|(i, e)| (e.place.1, i))
+        .collect();
+    wanted.sort_unstable();
+    let mut stmt = db.prepare("SELECT tlen, hist FROM main.dedup_index WHERE rid = ?1")?;
+    for (rid, i) in wanted {
+        let mut found = stmt.query([rid])?;
+        if let Some(r) = found.next()? {
+            let len: Option<i64> = r.get(0)?;
+            let hist = match r.get_ref(1)? {
+                ValueRef::Blob(b) => CharHistogram::from_bytes(b),
+                _ => None,
+            };
+            entries[i].profile = len.zip(hist).map(|(l, h)| (l.max(0) as usize, h));
+        }
+    }
+    Ok(())
+}
+
+/// The selected entries and the new rows, merged in scan order.
+fn merge(old: Vec<Entry>, new: Vec<Entry>) -> Vec<Entry> {
+    let mut out = Vec::with_capacity(old.len() + new.len());
+    let mut new = new.into_iter().peekable();
+    for e in old {
+        while new.peek().is_some_and(|n| n.place < e.place) {
+            out.extend(new.next());
+        }
+        out.push(e);
+    }
+    out.extend(new);
+    out
+}
+
+/// Writes the input: each row compared on its own, each run of slots as
+/// one placeholder row with its count.
+fn write(db: &Connection, entries: &[Entry], need: &[bool]) -> Result<(), DedupError> {
+    let mut insert = db.prepare(
+        "INSERT INTO temp._dedup_near_rows (pos, id, placeholder, slots, settled, tlen, url)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut pos = 0i64;
+    let mut gap: Option<(i64, i64)> = None; // (its first row's id, slots)
+    for (e, &need) in entries.iter().zip(need) {
+        if !(need || e.new) {
+            match &mut gap {
+                Some((_, slots)) => *slots += 1,
+                None => gap = Some((e.place.1, 1)),
+            }
+            continue;
+        }
+        if let Some((id, slots)) = gap.take() {
+            pos += 1;
+            insert.execute(rusqlite::params![
+                pos,
+                id,
+                1,
+                slots,
+                None::<i64>,
+                None::<i64>,
+                None::<String>
+            ])?;
+        }
+        pos += 1;
+        insert.execute(rusqlite::params![
+            pos,
+            e.place.1,
+            0,
+            None::<i64>,
+            e.settled,
+            e.profile.as_ref().map(|(l, _)| *l as i64),
+            e.place.0
+        ])?;
+    }
+    if let Some((id, slots)) = gap {
+        insert.execute(rusqlite::params![
+            pos + 1,
+            id,
+            1,
+            slots,
+            None::<i64>,
+            None::<i64>,
+            None::<String>
+        ])?;
+    }
+    Ok(())
+}
