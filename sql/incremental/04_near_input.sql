@@ -14,7 +14,7 @@ SELECT pos, id, placeholder,
        ),
        domain, fill_parsed, url, 1 - placeholder, settled, tlen, NULL, slots
 FROM (
-  SELECT r.pos, r.id, r.placeholder, r.slots, r.settled, r.tlen, r.url,
+  SELECT r.pos, r.id, r.placeholder, r.slots, r.settled, r.tlen, x.pos_url AS url,
          x.domain, NULL AS fill_parsed, x.https,
          CASE WHEN x.category = 'external' THEN 1 ELSE 0 END AS external,
          NULLIF(x.datetime, '') AS datetime, NULLIF(x.crawled, '') AS crawled,

@@ -17,8 +17,9 @@ pub struct PruneRow {
     /// The group of rows the last run settled it in; `None` for a row not
     /// settled (new or changed), whose text is always read.
     pub settled: Option<i64>,
-    /// Its text's length in code points and histogram, when known.
-    pub profile: Option<(usize, CharHistogram)>,
+    /// Its text's length in code points and histogram, when known (boxed:
+    /// most rows of a long input are slots without one).
+    pub profile: Option<Box<(usize, CharHistogram)>>,
 }
 
 /// For each row, whether the scan needs its text (always for rows not
@@ -45,8 +46,8 @@ pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
                 continue;
             }
             let near = match (&a.profile, &b.profile) {
-                (Some((la, ha)), Some((lb, hb))) => matches!(
-                    text_bounds((*la, ha), (*lb, hb), threshold),
+                (Some(pa), Some(pb)) => matches!(
+                    text_bounds((pa.0, &pa.1), (pb.0, &pb.1), threshold),
                     Bounds::Pass { .. }
                 ),
                 _ => true,
@@ -68,7 +69,7 @@ mod tests {
         PruneRow {
             placeholder: false,
             settled,
-            profile: text.map(|t| (t.chars().count(), CharHistogram::new(t))),
+            profile: text.map(|t| Box::new((t.chars().count(), CharHistogram::new(t)))),
         }
     }
 
@@ -87,8 +88,8 @@ mod tests {
                 return false;
             }
             match (&a.profile, &b.profile) {
-                (Some((la, ha)), Some((lb, hb))) => matches!(
-                    text_bounds((*la, ha), (*lb, hb), threshold),
+                (Some(pa), Some(pb)) => matches!(
+                    text_bounds((pa.0, &pa.1), (pb.0, &pb.1), threshold),
                     Bounds::Pass { .. }
                 ),
                 _ => true,

@@ -15,10 +15,12 @@
 //! compared are ranked for the election (only the order of ranks counts).
 //!
 //! What it writes: `temp._dedup_near_rows(pos, id, placeholder, slots,
-//! settled, tlen, url)`, which `sql/incremental/04_near_input.sql` turns
-//! into `temp._dedup_near_input`.
+//! settled, tlen, url)` (`url`: a new row's; a settled row's place is its
+//! `pos_url` in the index), which `sql/incremental/04_near_input.sql` turns
+//! into `temp._dedup_near_input`. What it holds: a few words a row of the
+//! neighbourhoods, and the histograms of the rows not placeholders.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -34,14 +36,16 @@ type Place = (String, i64, i64);
 
 /// One row of the input being built.
 struct Entry {
-    place: Place,
+    id: i64,
+    placeholder: bool,
     /// The group the last run settled it in (the ghosts before it); `None`
     /// for a new row and for placeholders.
     settled: Option<i64>,
-    /// A new (or changed) row.
-    new: bool,
-    /// Its text's length in code points and histogram.
-    profile: Option<(usize, CharHistogram)>,
+    /// A new (or changed) row's URL.
+    new_url: Option<String>,
+    /// Its text's length in code points and histogram (boxed: most rows
+    /// of the neighbourhoods are placeholders or never compared).
+    profile: Option<Box<(usize, CharHistogram)>>,
 }
 
 /// Builds `temp._dedup_near_rows` (see the module's documentation).
@@ -70,22 +74,26 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     )?;
     let fresh = new_rows(db)?;
     lap("near_input: keys and new rows", &mut step);
-    let mut entries = select_entries(db, &keys, &ghosts, d)?;
+    let mut entries = select_entries(db, &keys, &ghosts, fresh, d)?;
     lap("near_input: order", &mut step);
     profiles(db, &mut entries)?;
     lap("near_input: profiles", &mut step);
-    let entries = merge(entries, fresh);
+    let mut tlen = Vec::with_capacity(entries.len());
     let rows: Vec<PruneRow> = entries
-        .iter()
-        .map(|e| PruneRow {
-            placeholder: e.place.2 != 0,
-            settled: e.settled,
-            profile: e.profile.clone(),
+        .iter_mut()
+        .map(|e| {
+            tlen.push(e.profile.as_ref().map(|p| p.0 as i64));
+            PruneRow {
+                placeholder: e.placeholder,
+                settled: e.settled,
+                profile: e.profile.take(),
+            }
         })
         .collect();
     let need = needed(&rows, threshold, d);
+    drop(rows);
     lap("near_input: needed", &mut step);
-    write(db, &entries, &need)?;
+    write(db, &entries, &tlen, &need)?;
     lap("near_input: written", &mut step);
     Ok(())
 }
@@ -115,13 +123,14 @@ fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
         let profile = match r.get_ref(2)? {
             ValueRef::Text(t) => std::str::from_utf8(t)
                 .ok()
-                .map(|s| (s.chars().count(), CharHistogram::new(s))),
+                .map(|s| Box::new((s.chars().count(), CharHistogram::new(s)))),
             _ => None,
         };
         rows.push(Entry {
-            place: (r.get(0)?, r.get(1)?, 0),
+            id: r.get(1)?,
+            placeholder: false,
             settled: None,
-            new: true,
+            new_url: Some(r.get(0)?),
             profile,
         });
     }
@@ -130,65 +139,89 @@ fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
 
 /// The last run's entries within `d` of a key on either side (ghosts
 /// skipped and not counted; an entry at a key's own place belongs to
-/// neither side), in order, each with its settled group. One pass over the
-/// order: the entries not yet taken wait in a ring of the last `d`, taken
-/// when a key passes; after a key, the next `d` are taken as they come.
+/// neither side), each with its settled group (the ghosts before it), and
+/// the new rows, in scan order. One pass over the order: the entries not
+/// yet taken wait in a ring of the last `d`, taken when a key passes
+/// (then the new row at the key, if any, follows them); after a key, the
+/// next `d` are taken as they come.
 fn select_entries(
     db: &Connection,
     keys: &[Place],
     ghosts: &[Place],
+    fresh: Vec<Entry>,
     d: usize,
 ) -> Result<Vec<Entry>, DedupError> {
-    let ghost_set: HashSet<(&str, i64)> = ghosts.iter().map(|g| (g.0.as_str(), g.1)).collect();
     let mut stmt = db.prepare(
         "SELECT url, id, placeholder FROM main.dedup_index_order ORDER BY url, id, placeholder",
     )?;
     let mut order = stmt.query([])?;
     let mut taken: Vec<Entry> = Vec::new();
-    let mut ring: VecDeque<(usize, Place)> = VecDeque::with_capacity(d + 1);
-    let (mut ordinal, mut until, mut k) = (0usize, 0usize, 0usize);
-    let take = |place: Place, taken: &mut Vec<Entry>| {
-        let settled = (place.2 == 0).then(|| {
-            ghosts.partition_point(|g| (g.0.as_str(), g.1) < (place.0.as_str(), place.1)) as i64
-        });
-        taken.push(Entry {
-            place,
-            settled,
-            new: false,
-            profile: None,
-        });
+    let mut fresh = fresh.into_iter().peekable();
+    // (A key passes: the ring's entries, then the new rows up to it.)
+    let pass = |key: &Place,
+                ring: &mut VecDeque<(usize, Entry)>,
+                fresh: &mut std::iter::Peekable<std::vec::IntoIter<Entry>>,
+                taken: &mut Vec<Entry>| {
+        taken.extend(ring.drain(..).map(|(_, e)| e));
+        while let Some(n) =
+            fresh.next_if(|n| (n.new_url.as_deref().unwrap_or(""), n.id) <= (key.0.as_str(), key.1))
+        {
+            taken.push(n);
+        }
     };
+    let old = |id: i64, placeholder: i64, settled: Option<i64>| Entry {
+        id,
+        placeholder: placeholder != 0,
+        settled,
+        new_url: None,
+        profile: None,
+    };
+    let mut ring: VecDeque<(usize, Entry)> = VecDeque::with_capacity(d + 1);
+    let (mut ordinal, mut until, mut k, mut g) = (0usize, 0usize, 0usize, 0usize);
     while let Some(r) = order.next()? {
-        let place: Place = (r.get(0)?, r.get(1)?, r.get(2)?);
-        if place.2 == 0 && ghost_set.contains(&(place.0.as_str(), place.1)) {
+        let url = match r.get_ref(0)? {
+            ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| {
+                DedupError::new("dedup: dedup_index_order holds a URL that is not UTF-8")
+            })?,
+            _ => return Err(DedupError::new(
+                "dedup: dedup_index_order holds a URL that is not text; run with {\"full\": true}",
+            )),
+        };
+        let (id, placeholder): (i64, i64) = (r.get(1)?, r.get(2)?);
+        while g < ghosts.len() && (ghosts[g].0.as_str(), ghosts[g].1) < (url, id) {
+            g += 1;
+        }
+        if placeholder == 0 && g < ghosts.len() && (ghosts[g].0.as_str(), ghosts[g].1) == (url, id)
+        {
             continue;
         }
-        let before = ordinal < until;
-        let mut at_key = false;
-        while k < keys.len() && keys[k] <= place {
-            // (The key passes: the waiting entries before it are taken.)
-            while let Some((_, p)) = ring.pop_front() {
-                take(p, &mut taken);
+        let settled = (placeholder == 0).then_some(g as i64);
+        let here = (url, id, placeholder);
+        let mut after_key = until;
+        while k < keys.len() && (keys[k].0.as_str(), keys[k].1, keys[k].2) <= here {
+            pass(&keys[k], &mut ring, &mut fresh, &mut taken);
+            if (keys[k].0.as_str(), keys[k].1, keys[k].2) == here {
+                after_key = after_key.max(ordinal + d + 1);
+            } else {
+                until = until.max(ordinal + d);
             }
-            at_key |= keys[k] == place;
-            until = until.max(ordinal + d + usize::from(keys[k] == place));
             k += 1;
         }
-        if (at_key && before) || (!at_key && ordinal < until) {
-            take(place, &mut taken);
+        if ordinal < until {
+            taken.push(old(id, placeholder, settled));
         } else {
-            ring.push_back((ordinal, place));
+            ring.push_back((ordinal, old(id, placeholder, settled)));
             while ring.front().is_some_and(|(o, _)| o + d <= ordinal) {
                 ring.pop_front();
             }
         }
+        until = until.max(after_key);
         ordinal += 1;
     }
-    if k < keys.len() {
-        while let Some((_, p)) = ring.pop_front() {
-            take(p, &mut taken);
-        }
+    for key in &keys[k..] {
+        pass(key, &mut ring, &mut fresh, &mut taken);
     }
+    taken.extend(fresh);
     Ok(taken)
 }
 
@@ -198,8 +231,8 @@ fn profiles(db: &Connection, entries: &mut [Entry]) -> Result<(), DedupError> {
     let mut wanted: Vec<(i64, usize)> = entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.place.2 == 0)
-        .map(|(i, e)| (e.place.1, i))
+        .filter(|(_, e)| !e.placeholder && e.new_url.is_none())
+        .map(|(i, e)| (e.id, i))
         .collect();
     wanted.sort_unstable();
     let mut stmt = db.prepare("SELECT tlen, hist FROM main.dedup_index WHERE rid = ?1")?;
@@ -211,40 +244,31 @@ fn profiles(db: &Connection, entries: &mut [Entry]) -> Result<(), DedupError> {
                 ValueRef::Blob(b) => CharHistogram::from_bytes(b),
                 _ => None,
             };
-            entries[i].profile = len.zip(hist).map(|(l, h)| (l.max(0) as usize, h));
+            entries[i].profile = len.zip(hist).map(|(l, h)| Box::new((l.max(0) as usize, h)));
         }
     }
     Ok(())
 }
 
-/// The selected entries and the new rows, merged in scan order.
-fn merge(old: Vec<Entry>, new: Vec<Entry>) -> Vec<Entry> {
-    let mut out = Vec::with_capacity(old.len() + new.len());
-    let mut new = new.into_iter().peekable();
-    for e in old {
-        while new.peek().is_some_and(|n| n.place < e.place) {
-            out.extend(new.next());
-        }
-        out.push(e);
-    }
-    out.extend(new);
-    out
-}
-
 /// Writes the input: each row compared on its own, each run of slots as
 /// one placeholder row with its count.
-fn write(db: &Connection, entries: &[Entry], need: &[bool]) -> Result<(), DedupError> {
+fn write(
+    db: &Connection,
+    entries: &[Entry],
+    tlen: &[Option<i64>],
+    need: &[bool],
+) -> Result<(), DedupError> {
     let mut insert = db.prepare(
         "INSERT INTO temp._dedup_near_rows (pos, id, placeholder, slots, settled, tlen, url)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     let mut pos = 0i64;
     let mut gap: Option<(i64, i64)> = None; // (its first row's id, slots)
-    for (e, &need) in entries.iter().zip(need) {
-        if !(need || e.new) {
+    for ((e, &need), tlen) in entries.iter().zip(need).zip(tlen) {
+        if !(need || e.new_url.is_some()) {
             match &mut gap {
                 Some((_, slots)) => *slots += 1,
-                None => gap = Some((e.place.1, 1)),
+                None => gap = Some((e.id, 1)),
             }
             continue;
         }
@@ -263,12 +287,12 @@ fn write(db: &Connection, entries: &[Entry], need: &[bool]) -> Result<(), DedupE
         pos += 1;
         insert.execute(rusqlite::params![
             pos,
-            e.place.1,
+            e.id,
             0,
             None::<i64>,
             e.settled,
-            e.profile.as_ref().map(|(l, _)| *l as i64),
-            e.place.0
+            tlen,
+            e.new_url
         ])?;
     }
     if let Some((id, slots)) = gap {
