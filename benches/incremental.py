@@ -122,7 +122,7 @@ def main():
         assert inc["report"]["kind"] == "incremental", inc["report"]
         same = state(path) == state(full_path)
         removed = sum(inc["report"]["removed"].values())
-        lines.append(f"| {share:.0%} of the kept table | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
+        lines.append(f"| {share * 100:g}% of the kept table | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
                      f"{inc['seconds'] / full['seconds']:.2f} | {inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | "
                      f"{removed} | {same} |")
         phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"

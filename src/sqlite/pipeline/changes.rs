@@ -87,18 +87,19 @@ pub fn untrack(db: &Connection) -> Result<(), DedupError> {
 
 /// Creates the trackers on the table with an empty log but for the rows
 /// the next run must take as changed anyway (the index's unsettled rows,
-/// fingerprint 0), and records what a later run checks them against in
+/// fingerprint 0, read from `written`: the index rows this run wrote),
+/// and records what a later run checks them against in
 /// `dedup_index_state` (keys `tracked` and `schema`).
-pub fn track(db: &Connection, source: &Source) -> Result<(), DedupError> {
+pub fn track(db: &Connection, source: &Source, written: &str) -> Result<(), DedupError> {
     untrack(db)?;
     for (name, event, rows) in TRACKERS {
         let sql = tracker_sql(name, event, rows, &source.table, source.rowid);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
-    db.execute_batch(
+    db.execute_batch(&format!(
         "DELETE FROM main.dedup_changes;
-         INSERT INTO main.dedup_changes SELECT rid FROM main.dedup_index WHERE fp = 0;",
-    )?;
+         INSERT INTO main.dedup_changes SELECT rid FROM {written} WHERE fp = 0;"
+    ))?;
     let tracked = stored(db)?.into_iter().flatten().collect::<Vec<_>>();
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('tracked', ?1), ('schema', ?2)",

@@ -493,15 +493,17 @@ pub fn write(
         ))?;
     }
     lap("index: written", &mut step);
-    db.execute_batch("DROP TABLE temp._dedup_index_new;")?;
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
         rusqlite::params![run, version(), comparable(db, settings_json)?],
     )?;
-    let tracked = super::changes::track(db, source);
+    // (The unsettled rows are among those written now: an unsettled row
+    // of the last run was logged, so dirty now, and written again.)
+    super::changes::track(db, source, "temp._dedup_index_new")?;
+    db.execute_batch("DROP TABLE temp._dedup_index_new;")?;
     lap("index: change log", &mut step);
-    tracked
+    Ok(())
 }
 
 /// Forgets the index and the change log (a restore changes the table

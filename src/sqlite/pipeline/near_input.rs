@@ -258,9 +258,12 @@ fn write(
     tlen: &[Option<i64>],
     need: &[bool],
 ) -> Result<(), DedupError> {
-    let mut insert = db.prepare(
-        "INSERT INTO temp._dedup_near_rows (pos, id, placeholder, slots, settled, tlen, url)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    let mut row = db.prepare(
+        "INSERT INTO temp._dedup_near_rows (pos, id, placeholder, settled, tlen, url)
+         VALUES (?1, ?2, 0, ?3, ?4, ?5)",
+    )?;
+    let mut slots_row = db.prepare(
+        "INSERT INTO temp._dedup_near_rows (pos, id, placeholder, slots) VALUES (?1, ?2, 1, ?3)",
     )?;
     let mut pos = 0i64;
     let mut gap: Option<(i64, i64)> = None; // (its first row's id, slots)
@@ -274,37 +277,13 @@ fn write(
         }
         if let Some((id, slots)) = gap.take() {
             pos += 1;
-            insert.execute(rusqlite::params![
-                pos,
-                id,
-                1,
-                slots,
-                None::<i64>,
-                None::<i64>,
-                None::<String>
-            ])?;
+            slots_row.execute(rusqlite::params![pos, id, slots])?;
         }
         pos += 1;
-        insert.execute(rusqlite::params![
-            pos,
-            e.id,
-            0,
-            None::<i64>,
-            e.settled,
-            tlen,
-            e.new_url
-        ])?;
+        row.execute(rusqlite::params![pos, e.id, e.settled, tlen, e.new_url])?;
     }
     if let Some((id, slots)) = gap {
-        insert.execute(rusqlite::params![
-            pos + 1,
-            id,
-            1,
-            slots,
-            None::<i64>,
-            None::<i64>,
-            None::<String>
-        ])?;
+        slots_row.execute(rusqlite::params![pos + 1, id, slots])?;
     }
     Ok(())
 }
