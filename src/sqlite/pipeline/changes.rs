@@ -233,6 +233,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_table_has_an_index_when_a_constraint_or_an_index_makes_one() {
+        let db = Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            "CREATE TABLE pages (id INTEGER PRIMARY KEY, url TEXT, parsed TEXT);
+             CREATE TABLE keyed (url TEXT UNIQUE, parsed TEXT);
+             CREATE TABLE other (url TEXT, parsed TEXT); CREATE INDEX other_url ON other (url);",
+        )
+        .unwrap();
+        let has = |t: &str| has_index(&db, &Source::inspect(&db, t).unwrap()).unwrap();
+        // (INTEGER PRIMARY KEY is the rowid: no index.)
+        assert!(!has("pages"));
+        assert!(has("keyed"));
+        assert!(!has("pages") && has("other"));
+        let cookie = schema_cookie(&db).unwrap();
+        db.execute_batch("CREATE INDEX pages_url ON pages (url)")
+            .unwrap();
+        assert!(has("pages"));
+        assert!(schema_cookie(&db).unwrap() > cookie);
+    }
+
+    #[test]
     fn a_tracker_is_recognised_only_as_created() {
         let sql = tracker_sql(
             "dedup_track_update",
