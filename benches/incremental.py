@@ -117,6 +117,8 @@ def main():
         conn.close()
         full_path = path + ".full.db"
         shutil.copy(path, full_path)
+        # (The copies written out first: the runs' commits would flush them.)
+        os.sync()
         inc = run(path, {})
         full = run(full_path, {"full": True})
         assert inc["report"]["kind"] == "incremental", inc["report"]

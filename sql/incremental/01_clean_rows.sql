@@ -9,9 +9,17 @@
 DROP TABLE IF EXISTS temp._dedup_clean;
 CREATE TEMP TABLE _dedup_clean (rid INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO _dedup_clean
+-- (A URL key is the canonical URL but where the strict URL differs, which
+-- only dedup_index_strict holds: two lookups, each by an index.)
 SELECT x.rid FROM _dedup_prepared AS p
-JOIN main.dedup_index AS x ON coalesce(x.strict_url, x.canonical_url) = coalesce(p.strict_url, p.canonical_url)
+JOIN main.dedup_index AS x ON x.canonical_url = coalesce(p.strict_url, p.canonical_url)
 WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
+  AND (x.strict_url IS NULL OR x.strict_url = x.canonical_url)
+UNION ALL
+SELECT x.rid FROM _dedup_prepared AS p
+JOIN main.dedup_index AS x ON x.strict_url = coalesce(p.strict_url, p.canonical_url)
+WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
+  AND x.strict_url IS NOT x.canonical_url
 UNION ALL
 SELECT x.rid FROM _dedup_prepared AS p
 JOIN main.dedup_index AS x ON x.content_hash = p.content_hash

@@ -625,17 +625,22 @@ pub(crate) fn text_bounds(
     b: (usize, &CharHistogram),
     threshold: f64,
 ) -> Bounds {
-    let total = a.0 + b.0;
-    let Some(max) = max_distance_where(total, |r| r > threshold) else {
+    let Some((total, max)) = length_bound(a.0, b.0, threshold) else {
         return Bounds::Length;
     };
-    if a.0.abs_diff(b.0) > max {
-        return Bounds::Length;
-    }
     if a.1.indel_lower_bound(b.1) > max {
         return Bounds::Histogram;
     }
     Bounds::Pass { total, max }
+}
+
+/// The length bound alone on two texts of `a` and `b` code points: `None`
+/// when their lengths put the ratio at or below the threshold, else their
+/// total length and the largest indel distance still above it.
+pub(crate) fn length_bound(a: usize, b: usize, threshold: f64) -> Option<(usize, usize)> {
+    let total = a + b;
+    let max = max_distance_where(total, |r| r > threshold)?;
+    (a.abs_diff(b) <= max).then_some((total, max))
 }
 
 /// Kernel work (total length times the distance band, summed over a

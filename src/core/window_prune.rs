@@ -6,7 +6,7 @@
 //! a slot in the window, like a placeholder: it can neither be removed nor
 //! remove another, so leaving its text out changes nothing.
 
-use crate::core::near_dups::{text_bounds, Bounds};
+use crate::core::near_dups::{length_bound, text_bounds, Bounds};
 use crate::core::similarity::CharHistogram;
 
 /// A row of the scan's input, as the pruning sees it.
@@ -17,14 +17,35 @@ pub struct PruneRow {
     /// The group of rows the last run settled it in; `None` for a row not
     /// settled (new or changed), whose text is always read.
     pub settled: Option<i64>,
-    /// Its text's length in code points and histogram, when known (boxed:
-    /// most rows of a long input are slots without one).
-    pub profile: Option<Box<(usize, CharHistogram)>>,
+    /// Its text's length in code points, when known.
+    pub len: Option<usize>,
+    /// Its text's character histogram, when known (boxed: most rows of a
+    /// long input are slots without one). Without it, only the length
+    /// bound applies to the row.
+    pub histogram: Option<Box<CharHistogram>>,
+}
+
+/// Whether the bounds let the pair `a`, `b` through (an unknown length may
+/// be near anything; an unknown histogram leaves the length bound).
+fn may_be_near(a: &PruneRow, b: &PruneRow, threshold: f64) -> bool {
+    let (Some(la), Some(lb)) = (a.len, b.len) else {
+        return true;
+    };
+    match (&a.histogram, &b.histogram) {
+        (Some(ha), Some(hb)) => matches!(
+            text_bounds((la, ha), (lb, hb), threshold),
+            Bounds::Pass { .. }
+        ),
+        _ => length_bound(la, lb, threshold).is_some(),
+    }
 }
 
 /// For each row, whether the scan needs its text (always for rows not
 /// settled; never for placeholders). `distance`: the rows on each side a
-/// row may be compared with (a larger one only reads more texts).
+/// row may be compared with (a larger one only reads more texts). A row
+/// without a histogram counts as needed when the length bound lets a pair
+/// through, so a first call with lengths only tells which histograms a
+/// second, exact call needs.
 pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
     // (Each pair once: the bounds are symmetric, and a pair of rows both
     // known to need their texts is not looked at.)
@@ -45,20 +66,27 @@ pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
             {
                 continue;
             }
-            let near = match (&a.profile, &b.profile) {
-                (Some(pa), Some(pb)) => matches!(
-                    text_bounds((pa.0, &pa.1), (pb.0, &pb.1), threshold),
-                    Bounds::Pass { .. }
-                ),
-                _ => true,
-            };
-            if near {
+            if may_be_near(a, b, threshold) {
                 need[i] = true;
                 need[j] = true;
             }
         }
     }
     need
+}
+
+/// The rows whose histograms [`needed`] must be given to be exact, when
+/// `rows` come with lengths but without the settled rows' histograms: the
+/// settled rows the length bound alone leaves needed. (A pair the lengths
+/// keep apart stays apart whatever the histograms say, and both rows of a
+/// pair they let through are among these or have a histogram already.)
+pub fn histograms_wanted(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<usize> {
+    needed(rows, threshold, distance)
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, need)| need && rows[i].settled.is_some() && rows[i].histogram.is_none())
+        .map(|(i, _)| i)
+        .collect()
 }
 
 #[cfg(test)]
@@ -69,14 +97,16 @@ mod tests {
         PruneRow {
             placeholder: false,
             settled,
-            profile: text.map(|t| Box::new((t.chars().count(), CharHistogram::new(t)))),
+            len: text.map(|t| t.chars().count()),
+            histogram: text.map(|t| Box::new(CharHistogram::new(t))),
         }
     }
 
     const SLOT: PruneRow = PruneRow {
         placeholder: true,
         settled: None,
-        profile: None,
+        len: None,
+        histogram: None,
     };
 
     /// The definition, row by row: a settled row needs its text when some
@@ -87,12 +117,23 @@ mod tests {
             if b.placeholder || (a.settled.is_some() && a.settled == b.settled) {
                 return false;
             }
-            match (&a.profile, &b.profile) {
-                (Some(pa), Some(pb)) => matches!(
-                    text_bounds((pa.0, &pa.1), (pb.0, &pb.1), threshold),
+            match (
+                a.len.zip(a.histogram.as_ref()),
+                b.len.zip(b.histogram.as_ref()),
+            ) {
+                (Some((la, ha)), Some((lb, hb))) => matches!(
+                    text_bounds((la, ha), (lb, hb), threshold),
                     Bounds::Pass { .. }
                 ),
-                _ => true,
+                _ => match (a.len, b.len) {
+                    // (The length bound: the ratio at the least distance the
+                    // lengths allow.)
+                    (Some(la), Some(lb)) => {
+                        crate::core::similarity::ratio_from_distance(la.abs_diff(lb), la + lb)
+                            > threshold
+                    }
+                    _ => true,
+                },
             }
         };
         (0..rows.len())
@@ -136,10 +177,21 @@ mod tests {
                 .collect();
             let threshold = [0.0, 0.5, 0.8, 0.9, 1.0][next(5) as usize];
             let distance = next(6) as usize;
+            let exact = needed(&rows, threshold, distance);
+            assert_eq!(exact, needed_by_definition(&rows, threshold, distance));
+            // Lengths first, then only the histograms that asks for: the same.
+            let mut partial = rows.clone();
+            for r in partial.iter_mut().filter(|r| r.settled.is_some()) {
+                r.histogram = None;
+            }
             assert_eq!(
-                needed(&rows, threshold, distance),
-                needed_by_definition(&rows, threshold, distance)
+                needed(&partial, threshold, distance),
+                needed_by_definition(&partial, threshold, distance)
             );
+            for i in histograms_wanted(&partial, threshold, distance) {
+                partial[i].histogram = rows[i].histogram.clone();
+            }
+            assert_eq!(needed(&partial, threshold, distance), exact);
         }
     }
 

@@ -272,7 +272,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "4 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "5 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
@@ -285,6 +285,24 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
         UPDATE dedup_index_state SET value = '1 0.2.0' WHERE key = 'version';""")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert report(conn, {})["kind"] == "incremental"
+    # The fourth format's order (no lengths) and URL-key index are replaced.
+    conn.executescript("""
+        DROP TABLE dedup_index_order;
+        CREATE TABLE dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL,
+                                        PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID;
+        CREATE INDEX dedup_index_key ON dedup_index (coalesce(strict_url, canonical_url));
+        UPDATE dedup_index_state SET value = '4 0.2.0' WHERE key = 'version';""")
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert "tlen" in [r[1] for r in conn.execute("PRAGMA table_info(dedup_index_order)")]
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_index_key'").fetchone()[0] == 0
+    # Each kept row's length in the order is its text's, as is its histogram in the index.
+    lengths = conn.execute("""SELECT o.tlen, length(coalesce(p.parsed, '')), x.hist = dedup_histogram(p.parsed)
+                              FROM dedup_index_order AS o JOIN pages AS p ON p.rowid = o.id
+                              JOIN dedup_index AS x ON x.rid = o.id
+                              WHERE o.placeholder = 0""").fetchall()
+    assert lengths and all(a == b and same for a, b, same in lengths), [x for x in lengths if x[0] != x[1]][:3]
     assert report(conn, {})["kind"] == "incremental"
 
 

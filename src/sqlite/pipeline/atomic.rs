@@ -145,7 +145,10 @@ fn in_transaction<T>(
             } else {
                 format!("RELEASE {SAVEPOINT}")
             };
-            match db.execute_batch(&end) {
+            let mut step = std::time::Instant::now();
+            let ended = db.execute_batch(&end);
+            super::plan::lap("commit", &mut step);
+            match ended {
                 Ok(()) => Ok(value),
                 Err(e) => Err(undone(
                     db,

@@ -45,7 +45,7 @@ use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "4";
+pub const FORMAT: &str = "5";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -405,9 +405,21 @@ pub fn write(
     } else {
         (placed, String::new())
     };
+    // (Keyed by rid: the order's rows take their lengths from it.)
+    let create_new = super::own_tables::OWN
+        .iter()
+        .find(|(name, _)| *name == "dedup_index")
+        .map(|(_, create)| {
+            create.replace(
+                "CREATE TABLE main.dedup_index",
+                "CREATE TEMP TABLE _dedup_index_new",
+            )
+        })
+        .expect("dedup_index is one of the extension's tables");
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_index_new;
-         CREATE TEMP TABLE _dedup_index_new AS
+         {create_new};
+         INSERT INTO temp._dedup_index_new
          SELECT g.{rowid} AS rid,
                 CASE WHEN b.source_rowid IS NOT NULL
                           AND (b.canonical_url IS NOT p.canonical_url OR b.strict_url IS NOT p.strict_url
@@ -433,7 +445,7 @@ pub fn write(
     let archive = super::schema::archive_view_body(db, source, Some(run))?;
     let placeholders = format!(
         "INSERT OR IGNORE INTO main.dedup_index_order
-         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1
+         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
          FROM ({archive}) AS a
          LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
          LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
@@ -461,16 +473,32 @@ pub fn write(
         for (url, id) in left {
             delete.execute(rusqlite::params![url, id])?;
         }
-        db.execute_batch(&format!(
+        lap("index: order's deletes", &mut step);
+        // (The rows rewritten now keep their places; their lengths are
+        // brought up to date.)
+        db.execute_batch(
             "INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT i.url, i.id, 0 FROM temp._dedup_near_input AS i
+             SELECT i.url, i.id, 0, n.tlen FROM temp._dedup_near_input AS i
+             LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
              WHERE i.own = 1 AND i.settled IS NULL
                AND i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
-             {placeholders}
-             DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone);
-             DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal);
-             INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;"
-        ))?;
+             UPDATE main.dedup_index_order
+             SET tlen = (SELECT n.tlen FROM temp._dedup_index_new AS n WHERE n.rid = dedup_index_order.id)
+             WHERE placeholder = 0
+               AND (url, id) IN (SELECT n.pos_url, n.rid FROM temp._dedup_index_new AS n
+                                 WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
+        )?;
+        lap("index: order's new rows", &mut step);
+        db.execute_batch(&placeholders)?;
+        lap("index: order's placeholders", &mut step);
+        db.execute_batch(
+            "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone);
+             DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal);",
+        )?;
+        lap("index: deletes", &mut step);
+        db.execute_batch(
+            "INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;",
+        )?;
     } else {
         let drop: String = INDEX_KEYS
             .iter()
@@ -478,12 +506,14 @@ pub fn write(
             .collect();
         let create: String = INDEX_KEYS
             .iter()
-            .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index ({on});"))
+            .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index {on};"))
             .collect();
         db.execute_batch(&format!(
             "DELETE FROM main.dedup_index_order;
              INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT i.url, i.id, 1 - i.own FROM temp._dedup_near_input AS i
+             SELECT i.url, i.id, 1 - i.own, CASE WHEN i.own = 1 THEN n.tlen END
+             FROM temp._dedup_near_input AS i
+             LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
              WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
              {placeholders}
              {drop}

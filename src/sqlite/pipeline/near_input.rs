@@ -9,7 +9,9 @@
 //! can change. Those entries and the new rows, in scan order, are the
 //! input. A settled row (one of the last run's) needs its text only when
 //! some row within `distance` of it may be near it by the exact bounds
-//! ([`needed`]); the others, and the placeholders, are slots that are
+//! ([`needed`]: the lengths, kept with the order, first; then the
+//! histograms, from the index, of the rows the lengths leave); the others,
+//! and the placeholders, are slots that are
 //! never compared, so each run of them is written as one row standing for
 //! that many slots (`slots`, which `near_dups` expands). Only the rows
 //! compared are ranked for the election (only the order of ranks counts).
@@ -18,7 +20,8 @@
 //! settled, tlen, url)` (`url`: a new row's; a settled row's place is its
 //! `pos_url` in the index), which `sql/incremental/04_near_input.sql` turns
 //! into `temp._dedup_near_input`. What it holds: a few words a row of the
-//! neighbourhoods, and the histograms of the rows not placeholders.
+//! neighbourhoods, and the histograms of the rows not placeholders whose
+//! lengths let a pair through.
 
 use std::collections::VecDeque;
 
@@ -28,7 +31,7 @@ use rusqlite::Connection;
 use super::plan::lap;
 use super::DedupError;
 use crate::core::similarity::CharHistogram;
-use crate::core::window_prune::{needed, PruneRow};
+use crate::core::window_prune::{histograms_wanted, needed, PruneRow};
 
 /// A place in the scan order: `(url, id, placeholder)`, compared as
 /// SQLite compares them (BINARY text, then integers).
@@ -43,9 +46,12 @@ struct Entry {
     settled: Option<i64>,
     /// A new (or changed) row's URL.
     new_url: Option<String>,
-    /// Its text's length in code points and histogram (boxed: most rows
-    /// of the neighbourhoods are placeholders or never compared).
-    profile: Option<Box<(usize, CharHistogram)>>,
+    /// Its text's length in code points (a settled row's from the order).
+    len: Option<usize>,
+    /// A new row's text's histogram (boxed: most rows of the neighbourhoods
+    /// are placeholders or never compared; a settled row's is read from
+    /// the index only when the lengths let a pair of it through).
+    histogram: Option<Box<CharHistogram>>,
 }
 
 /// Builds `temp._dedup_near_rows` (see the module's documentation).
@@ -76,21 +82,28 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     lap("near_input: keys and new rows", &mut step);
     let mut entries = select_entries(db, &keys, &ghosts, fresh, d)?;
     lap("near_input: order", &mut step);
-    profiles(db, &mut entries)?;
-    lap("near_input: profiles", &mut step);
-    let mut tlen = Vec::with_capacity(entries.len());
-    let rows: Vec<PruneRow> = entries
+    let mut rows: Vec<PruneRow> = entries
         .iter_mut()
-        .map(|e| {
-            tlen.push(e.profile.as_ref().map(|p| p.0 as i64));
-            PruneRow {
-                placeholder: e.placeholder,
-                settled: e.settled,
-                profile: e.profile.take(),
-            }
+        .map(|e| PruneRow {
+            placeholder: e.placeholder,
+            settled: e.settled,
+            len: e.len,
+            histogram: e.histogram.take(),
         })
         .collect();
+    let wanted = histograms_wanted(&rows, threshold, d);
+    lap(
+        &format!(
+            "near_input: lengths ({} rows, {} histograms wanted)",
+            rows.len(),
+            wanted.len()
+        ),
+        &mut step,
+    );
+    histograms(db, &entries, &mut rows, wanted)?;
+    lap("near_input: histograms", &mut step);
     let need = needed(&rows, threshold, d);
+    let tlen: Vec<Option<i64>> = rows.iter().map(|r| r.len.map(|l| l as i64)).collect();
     drop(rows);
     lap("near_input: needed", &mut step);
     write(db, &entries, &tlen, &need)?;
@@ -120,10 +133,8 @@ fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
     let mut found = stmt.query([])?;
     let mut rows = Vec::new();
     while let Some(r) = found.next()? {
-        let profile = match r.get_ref(2)? {
-            ValueRef::Text(t) => std::str::from_utf8(t)
-                .ok()
-                .map(|s| Box::new((s.chars().count(), CharHistogram::new(s)))),
+        let text = match r.get_ref(2)? {
+            ValueRef::Text(t) => std::str::from_utf8(t).ok(),
             _ => None,
         };
         rows.push(Entry {
@@ -131,7 +142,8 @@ fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
             placeholder: false,
             settled: None,
             new_url: Some(r.get(0)?),
-            profile,
+            len: text.map(|s| s.chars().count()),
+            histogram: text.map(|s| Box::new(CharHistogram::new(s))),
         });
     }
     Ok(rows)
@@ -152,7 +164,7 @@ fn select_entries(
     d: usize,
 ) -> Result<Vec<Entry>, DedupError> {
     let mut stmt = db.prepare(
-        "SELECT url, id, placeholder FROM main.dedup_index_order ORDER BY url, id, placeholder",
+        "SELECT url, id, placeholder, tlen FROM main.dedup_index_order ORDER BY url, id, placeholder",
     )?;
     let mut order = stmt.query([])?;
     let mut taken: Vec<Entry> = Vec::new();
@@ -169,12 +181,13 @@ fn select_entries(
             taken.push(n);
         }
     };
-    let old = |id: i64, placeholder: i64, settled: Option<i64>| Entry {
+    let old = |id: i64, placeholder: i64, settled: Option<i64>, len: Option<i64>| Entry {
         id,
         placeholder: placeholder != 0,
         settled,
         new_url: None,
-        profile: None,
+        len: len.map(|l| l.max(0) as usize),
+        histogram: None,
     };
     let mut ring: VecDeque<(usize, Entry)> = VecDeque::with_capacity(d + 1);
     let (mut ordinal, mut until, mut k, mut g) = (0usize, 0usize, 0usize, 0usize);
@@ -187,7 +200,7 @@ fn select_entries(
                 "dedup: dedup_index_order holds a URL that is not text; run with {\"full\": true}",
             )),
         };
-        let (id, placeholder): (i64, i64) = (r.get(1)?, r.get(2)?);
+        let (id, placeholder, len): (i64, i64, Option<i64>) = (r.get(1)?, r.get(2)?, r.get(3)?);
         while g < ghosts.len() && (ghosts[g].0.as_str(), ghosts[g].1) < (url, id) {
             g += 1;
         }
@@ -208,9 +221,9 @@ fn select_entries(
             k += 1;
         }
         if ordinal < until {
-            taken.push(old(id, placeholder, settled));
+            taken.push(old(id, placeholder, settled, len));
         } else {
-            ring.push_back((ordinal, old(id, placeholder, settled)));
+            ring.push_back((ordinal, old(id, placeholder, settled, len)));
             while ring.front().is_some_and(|(o, _)| o + d <= ordinal) {
                 ring.pop_front();
             }
@@ -225,26 +238,35 @@ fn select_entries(
     Ok(taken)
 }
 
-/// The settled entries' lengths and histograms, from the index (looked up
-/// in rowid order).
-fn profiles(db: &Connection, entries: &mut [Entry]) -> Result<(), DedupError> {
-    let mut wanted: Vec<(i64, usize)> = entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| !e.placeholder && e.new_url.is_none())
-        .map(|(i, e)| (e.id, i))
-        .collect();
+/// The `wanted` settled rows' lengths and histograms, from the index
+/// (looked up in rowid order). A row the index has none of may be near
+/// anything: its length is taken as unknown too.
+fn histograms(
+    db: &Connection,
+    entries: &[Entry],
+    rows: &mut [PruneRow],
+    wanted: Vec<usize>,
+) -> Result<(), DedupError> {
+    let mut wanted: Vec<(i64, usize)> = wanted.into_iter().map(|i| (entries[i].id, i)).collect();
     wanted.sort_unstable();
     let mut stmt = db.prepare("SELECT tlen, hist FROM main.dedup_index WHERE rid = ?1")?;
     for (rid, i) in wanted {
         let mut found = stmt.query([rid])?;
+        let mut profile = None;
         if let Some(r) = found.next()? {
             let len: Option<i64> = r.get(0)?;
             let hist = match r.get_ref(1)? {
                 ValueRef::Blob(b) => CharHistogram::from_bytes(b),
                 _ => None,
             };
-            entries[i].profile = len.zip(hist).map(|(l, h)| Box::new((l.max(0) as usize, h)));
+            profile = len.zip(hist);
+        }
+        match profile {
+            Some((len, hist)) => {
+                rows[i].len = Some(len.max(0) as usize);
+                rows[i].histogram = Some(Box::new(hist));
+            }
+            None => rows[i].len = None,
         }
     }
     Ok(())

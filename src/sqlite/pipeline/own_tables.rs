@@ -43,10 +43,11 @@ pub const OWN: [(&str, &str); 10] = [
         "dedup_index",
         "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB)",
     ),
-    // Phase 4's scan order: the kept rows and the placeholders.
+    // Phase 4's scan order: the kept rows (with their texts' lengths, as
+    // in dedup_index: the pass reads them in order) and the placeholders.
     (
         "dedup_index_order",
-        "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
+        "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
     ),
     (
         "dedup_index_state",
@@ -76,14 +77,25 @@ const INDEX_OLD: [&str; 2] = [
     "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER)",
 ];
 
+/// `dedup_index_order` in its earlier format (dropped and made again).
+const ORDER_OLD: &str = "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID";
+
 /// The secondary indexes of `dedup_index` (what an incremental run looks
-/// rows up by), as (name, column expression).
+/// rows up by), as (name, what follows `ON dedup_index`). A row's URL key
+/// (`coalesce(strict_url, canonical_url)`) is its canonical URL but where
+/// its strict URL differs: only those rows are in `dedup_index_strict`.
 pub const INDEX_KEYS: [(&str, &str); 4] = [
-    ("dedup_index_key", "coalesce(strict_url, canonical_url)"),
-    ("dedup_index_canonical", "canonical_url"),
-    ("dedup_index_hash", "content_hash"),
-    ("dedup_index_domain", "domain"),
+    (
+        "dedup_index_strict",
+        "(strict_url) WHERE strict_url IS NOT canonical_url",
+    ),
+    ("dedup_index_canonical", "(canonical_url)"),
+    ("dedup_index_hash", "(content_hash)"),
+    ("dedup_index_domain", "(domain)"),
 ];
+
+/// Secondary indexes of `dedup_index` in earlier formats (dropped).
+const INDEX_KEYS_OLD: [&str; 1] = ["dedup_index_key"];
 
 /// `dedup_runs` as version 0.1 created it (a `report` column is added).
 const RUNS_V01: &str = "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT)";
@@ -143,6 +155,7 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
     match name {
         "dedup_runs" => got == want || got == normalized(RUNS_V01),
         "dedup_index" => got == want || INDEX_OLD.iter().any(|old| got == normalized(old)),
+        "dedup_index_order" => got == want || got == normalized(ORDER_OLD),
         "dedup_removed" => {
             let base = want.trim_end_matches(')');
             got.strip_prefix(base).is_some_and(only_untyped_columns)
@@ -239,17 +252,25 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
 pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     check(db, "dedup")?;
     let index = schema::columns(db, "dedup_index")?;
-    if !index.is_empty() && !index.iter().any(|c| c.name == "hist") {
+    let has = |columns: &[schema::Column], name: &str| columns.iter().any(|c| c.name == name);
+    if !index.is_empty() && !has(&index, "hist") {
         db.execute_batch("DROP TABLE main.dedup_index")?;
+    }
+    let order = schema::columns(db, "dedup_index_order")?;
+    if !order.is_empty() && !has(&order, "tlen") {
+        db.execute_batch("DROP TABLE main.dedup_index_order")?;
     }
     for (name, create) in OWN {
         if schema::object_type(db, name)?.is_none() {
             db.execute_batch(create)?;
         }
     }
+    for name in INDEX_KEYS_OLD {
+        db.execute_batch(&format!("DROP INDEX IF EXISTS main.{name}"))?;
+    }
     for (name, on) in INDEX_KEYS {
         db.execute_batch(&format!(
-            "CREATE INDEX IF NOT EXISTS main.{name} ON dedup_index ({on})"
+            "CREATE INDEX IF NOT EXISTS main.{name} ON dedup_index {on}"
         ))?;
     }
     upgrade_rewritten(db)?;
@@ -308,6 +329,7 @@ mod tests {
         for old in INDEX_OLD {
             assert!(has_own_shape("dedup_index", old));
         }
+        assert!(has_own_shape("dedup_index_order", ORDER_OLD));
     }
 
     #[test]
