@@ -36,12 +36,13 @@ SELECT t.domain,
 FROM _dedup_domain_delta AS t GROUP BY t.domain;
 DROP TABLE temp._dedup_domain_delta;
 -- A domain below n_min loses its kept rows (read by domain only then: the
--- CROSS JOINs keep the index the inner loop).
+-- CROSS JOINs keep the index the inner loop; a run with n_min 0 does not
+-- enter it, and its index has no dedup_index_domain).
 INSERT INTO _dedup_domain_removed
 SELECT x.rid, c.domain, c.pages
 FROM _dedup_run AS r CROSS JOIN _dedup_domain_counts AS c
 CROSS JOIN main.dedup_index AS x ON x.domain = c.domain
-WHERE c.pages < r.n_min AND x.skip_reason IS NULL
+WHERE r.n_min > 0 AND c.pages < r.n_min AND x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT rid FROM _dedup_dirty) AND x.rid NOT IN (SELECT rid FROM _dedup_gone)
   AND x.rid NOT IN (SELECT rid FROM _dedup_lost)
 UNION ALL

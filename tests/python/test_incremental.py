@@ -464,3 +464,27 @@ def test_a_trigger_of_the_users_writing_to_the_log_is_refused(tmp_path):
     conn.execute("CREATE TRIGGER mine AFTER INSERT ON pages BEGIN INSERT OR IGNORE INTO dedup_changes VALUES (new.rowid + 1); END")
     with pytest.raises(sqlite3.OperationalError, match=r'trigger "mine" \(on "pages"\) is on or writes to'):
         conn.execute("SELECT dedup_run()").fetchone()
+
+
+def test_the_index_by_domain_is_kept_only_for_n_min(tmp_path):
+    """Only n_min reads the index by domain: without it the index has none
+    (one write fewer per row); a run with n_min makes it, a run without
+    drops it, and each is full (the settings changed)."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+
+    def has_domain_index():
+        return conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_index_domain'").fetchone()[0] == 1
+
+    report(conn, {})
+    assert not has_domain_index()
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://new.example.org/a', 'a page of its own', '2030-01-01')")
+    assert report(conn, {})["kind"] == "incremental"
+    assert report(conn, {"n_min": 3})["kind"] == "full"
+    assert has_domain_index()
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://lonely.example.org/a', 'one page alone', '2030-01-01')")
+    again = report(conn, {"n_min": 3})
+    assert again["kind"] == "incremental" and again["removed"].get("5") == 1, again["removed"]
+    assert report(conn, {})["kind"] == "full"
+    assert not has_domain_index()

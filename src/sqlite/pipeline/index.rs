@@ -35,7 +35,7 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::own_tables::INDEX_KEYS;
+use super::own_tables::{DOMAIN_KEY, INDEX_KEYS};
 use super::plan::lap;
 use super::schema::Source;
 use super::scripts;
@@ -500,12 +500,15 @@ pub fn write(
             "INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;",
         )?;
     } else {
+        let n_min: i64 = db.query_row("SELECT n_min FROM temp._dedup_run", [], |r| r.get(0))?;
         let drop: String = INDEX_KEYS
             .iter()
+            .chain([&DOMAIN_KEY])
             .map(|(name, _)| format!("DROP INDEX IF EXISTS main.{name};"))
             .collect();
         let create: String = INDEX_KEYS
             .iter()
+            .chain((n_min > 0).then_some(&DOMAIN_KEY))
             .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index {on};"))
             .collect();
         db.execute_batch(&format!(

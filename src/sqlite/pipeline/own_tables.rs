@@ -84,15 +84,19 @@ const ORDER_OLD: &str = "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL,
 /// rows up by), as (name, what follows `ON dedup_index`). A row's URL key
 /// (`coalesce(strict_url, canonical_url)`) is its canonical URL but where
 /// its strict URL differs: only those rows are in `dedup_index_strict`.
-pub const INDEX_KEYS: [(&str, &str); 4] = [
+pub const INDEX_KEYS: [(&str, &str); 3] = [
     (
         "dedup_index_strict",
         "(strict_url) WHERE strict_url IS NOT canonical_url",
     ),
     ("dedup_index_canonical", "(canonical_url)"),
     ("dedup_index_hash", "(content_hash)"),
-    ("dedup_index_domain", "(domain)"),
 ];
+
+/// The index of `dedup_index` by domain: only phase 5's `n_min` reads
+/// rows by domain, so a full run makes it only when `n_min` is above 0 (a
+/// run with another `n_min` is full, and makes it or drops it).
+pub const DOMAIN_KEY: (&str, &str) = ("dedup_index_domain", "(domain)");
 
 /// Secondary indexes of `dedup_index` in earlier formats (dropped).
 const INDEX_KEYS_OLD: [&str; 1] = ["dedup_index_key"];
