@@ -47,10 +47,10 @@ WHERE r.n_min > 0 AND c.pages < r.n_min AND x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT rid FROM _dedup_lost)
 UNION ALL
 SELECT p.source_rowid, c.domain, c.pages
-FROM _dedup_domain_counts AS c CROSS JOIN _dedup_run AS r
-JOIN _dedup_prepared AS p ON p.domain = c.domain
+FROM _dedup_run AS r CROSS JOIN _dedup_domain_counts AS c
+CROSS JOIN _dedup_prepared AS p ON p.domain = c.domain
 JOIN _dedup_exact_winners AS w ON w.source_rowid = p.source_rowid
-WHERE c.pages < r.n_min AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
+WHERE r.n_min > 0 AND c.pages < r.n_min AND p.source_rowid IN (SELECT rid FROM _dedup_dirty)
   AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_near_removed);
 -- Phase 6's pages kept apart: the last run's rows sharing a canonical URL
 -- with one of its rows removed now in phases 4-5 may be apart no more.
