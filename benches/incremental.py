@@ -12,7 +12,7 @@ run in its own process (seconds of dedup_run, peak RSS). Both must leave
 the same table and archive. Also: the index's size on disk per kept page.
 
     cargo build --release --features loadable_extension
-    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1]
+    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh]
 """
 import argparse
 import hashlib
@@ -69,7 +69,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--batches", default="0.01,0.1")
+    ap.add_argument("--mode", default="window", choices=["window", "lsh"], help="near_mode")
     args = ap.parse_args()
+    settings = {"near_mode": args.mode}
     shares = [float(x) for x in args.batches.split(",")]
     work = os.path.join(DATA, "incremental")
     os.makedirs(work, exist_ok=True)
@@ -84,14 +86,15 @@ def main():
     conn.execute("CREATE TABLE held AS SELECT * FROM pages WHERE rowid > ?", (cut,))
     conn.execute("DELETE FROM pages WHERE rowid > ?", (cut,))
     conn.close()
-    first = run(base, {})
+    first = run(base, settings)
     kept = first["report"]["rows_after"]
     conn = sqlite3.connect(base)
     index_bytes = sum(r[0] for r in conn.execute(
         "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'dedup_index%'"))
     conn.close()
     lines = [f"# Incremental runs ({time.strftime('%Y-%m-%d')})", "",
-             f"`/usr/bin/python3 benches/incremental.py --pages {args.pages}`: builder corpus of {args.pages} pages "
+             f"`/usr/bin/python3 benches/incremental.py --pages {args.pages} --mode {args.mode}`: "
+             f"near_mode {args.mode}, builder corpus of {args.pages} pages "
              f"(seed 7), {int(held)} held out; the first (full) run keeps {kept} pages in {first['seconds']:.1f} s. "
              f"Index: {index_bytes / kept:.0f} bytes per kept page ({index_bytes / 1e6:.1f} MB).", "",
              "| batch | rows added | incremental run (s) | full run (s) | incremental / full | peak RSS incr / full (MB) "
@@ -119,8 +122,8 @@ def main():
         shutil.copy(path, full_path)
         # (The copies written out first: the runs' commits would flush them.)
         os.sync()
-        inc = run(path, {})
-        full = run(full_path, {"full": True})
+        inc = run(path, settings)
+        full = run(full_path, dict(settings, full=True))
         assert inc["report"]["kind"] == "incremental", inc["report"]
         same = state(path) == state(full_path)
         removed = sum(inc["report"]["removed"].values())

@@ -64,9 +64,11 @@ FROM _dedup_near_input AS i;
 -- takes 2.5 s and temp disk as large as the texts (553 MB). Dropped at the
 -- end of this phase. (The window mode reads each text once, in order.)
 DROP TABLE IF EXISTS temp._dedup_near_copy;
-CREATE TEMP TABLE _dedup_near_copy (pos INTEGER PRIMARY KEY, id INTEGER, rank INTEGER, text TEXT);
+-- (settled: an incremental run's rows of the last run, known apart from
+-- each other: see sql/incremental/04_lsh_rows.sql.)
+CREATE TEMP TABLE _dedup_near_copy (pos INTEGER PRIMARY KEY, id INTEGER, rank INTEGER, text TEXT, settled INTEGER);
 INSERT INTO _dedup_near_copy
-SELECT t.pos, t.id, t.rank, t.text
+SELECT t.pos, t.id, t.rank, t.text, t.settled
 FROM _dedup_run AS r
 JOIN _dedup_near_texts AS t
 WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;

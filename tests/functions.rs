@@ -49,6 +49,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_histogram",
             "dedup_invalid_text",
             "dedup_learn_url_rules",
+            "dedup_pack_keys",
             "dedup_plan",
             "dedup_prepare",
             "dedup_progress",
@@ -485,6 +486,53 @@ fn near_dups_among_elects_over_candidate_pairs_whatever_their_distance() {
     assert_eq!(
         rows("SELECT * FROM near_dups_among('t', 'one_key', 0.5)"),
         rows("SELECT * FROM near_dups('t', 0.5, 1000)")
+    );
+}
+
+#[test]
+fn near_dups_among_skips_the_pairs_of_rows_settled_alike() {
+    let db = db();
+    // 10 and 40 are near (0.947); 20 is near both of them too.
+    db.execute_batch(
+        "CREATE TABLE t(pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER, settled INTEGER);
+         INSERT INTO t VALUES (1, 10, 'the quick brown fox', 2, 0), (2, 20, 'the quick brown fax', 3, NULL),
+                              (3, 40, 'the quick brown fix', 1, 0);
+         CREATE TABLE k(band, key, id);
+         INSERT INTO k VALUES (0, 7, 10), (0, 7, 20), (0, 7, 40);",
+    )
+    .unwrap();
+    let removed = |sql: &str| -> Vec<(i64, i64)> {
+        let mut s = db.prepare(sql).unwrap();
+        let v = s
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        v
+    };
+    // 10 and 40, settled alike, are not compared (the mechanics only: an
+    // incremental run settles rows known apart): 10's group is 10 and 20,
+    // 10 wins on rank, and 40 stays beside 10.
+    assert_eq!(
+        removed("SELECT id, survivor FROM near_dups_among('t', 'k', 0.9) ORDER BY id"),
+        vec![(20, 10)]
+    );
+    assert_eq!(
+        one::<String>(&db, "SELECT near_dups_stats()").unwrap(),
+        r#"{"rows":3,"pairs":1,"rejected_by_length":0,"rejected_by_histogram":0,"levenshtein":1,"matches":1,"settled":1}"#
+    );
+    // With no settled values every pair is compared: 40 wins over 10.
+    db.execute_batch("UPDATE t SET settled = NULL").unwrap();
+    assert_eq!(
+        removed("SELECT id, survivor FROM near_dups_among('t', 'k', 0.9) ORDER BY id"),
+        vec![(10, 40), (20, 40)]
+    );
+    // A settled value that is not an integer is refused, naming the row.
+    db.execute_batch("UPDATE t SET settled = 'x' WHERE id = 20")
+        .unwrap();
+    assert_eq!(
+        err(&db, "SELECT * FROM near_dups_among('t', 'k', 0.9)"),
+        "near_dups_among: settled in 't' must be an integer, got text 'x' in the row at pos 2"
     );
 }
 

@@ -11,6 +11,12 @@ pub trait Candidates {
     fn later(&mut self, row: usize, out: &mut Vec<usize>);
 }
 
+impl<C: Candidates + ?Sized> Candidates for &mut C {
+    fn later(&mut self, row: usize, out: &mut Vec<usize>) {
+        (**self).later(row, out);
+    }
+}
+
 /// Candidate pairs listed one by one, kept by their earlier row; either
 /// order and repeats are fine. Repeats are removed as the pairs arrive, so
 /// memory holds the distinct pairs (twice at most), however often a pair
@@ -197,6 +203,51 @@ impl Candidates for SharedKeys {
     }
 }
 
+/// Candidates less the pairs of rows settled alike: a row with `Some(s)`
+/// is known near no other row of the same `s` (an incremental run's rows
+/// that the last run compared already), so such a pair is not handed out.
+/// Counts the pairs it left out.
+#[derive(Debug, Clone)]
+pub struct SkipSettled<C> {
+    inner: C,
+    settled: Vec<Option<i64>>,
+    /// Pairs left out so far.
+    pub skipped: u64,
+}
+
+impl<C: Candidates> SkipSettled<C> {
+    /// `inner`'s candidates over rows whose groups are `settled` (one per
+    /// row, in scan order).
+    pub fn new(inner: C, settled: Vec<Option<i64>>) -> Self {
+        SkipSettled {
+            inner,
+            settled,
+            skipped: 0,
+        }
+    }
+}
+
+impl<C: Candidates> Candidates for SkipSettled<C> {
+    fn later(&mut self, row: usize, out: &mut Vec<usize>) {
+        let start = out.len();
+        self.inner.later(row, out);
+        let Some(Some(group)) = self.settled.get(row).copied() else {
+            return;
+        };
+        let mut kept = start;
+        for k in start..out.len() {
+            let other = out[k];
+            if self.settled.get(other).copied().flatten() == Some(group) {
+                self.skipped += 1;
+            } else {
+                out[kept] = other;
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +318,24 @@ mod tests {
             let mut s = SharedKeys::new(12, entries.iter().copied());
             prop_assert_eq!(all_later(&mut s, 12), expected);
         }
+    }
+
+    #[test]
+    fn settled_pairs_are_left_out_and_counted() {
+        // Rows 0..4 all share one key: every pair is a candidate.
+        let keys = SharedKeys::new(4, (0..4).map(|r| (0, 7, r)));
+        // Rows 0, 1 and 3 settled in group 5, row 2 new.
+        let mut c = SkipSettled::new(keys, vec![Some(5), Some(5), None, Some(5)]);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for row in 0..4 {
+            out.clear();
+            c.later(row, &mut out);
+            out.sort_unstable();
+            seen.push(out.clone());
+        }
+        assert_eq!(seen, [vec![2], vec![2], vec![3], vec![]]);
+        // 0-1, 0-3, 1-3 left out.
+        assert_eq!(c.skipped, 3);
     }
 }

@@ -32,6 +32,19 @@ def report(conn, settings):
     return json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
 
 
+def index_band_keys(conn, settings):
+    """dedup_index_bands, and the band keys (masked to 31 bits) of every
+    page with a text computed from the table with the public functions
+    (none in window mode)."""
+    got = sorted(conn.execute("SELECT bk, rid FROM dedup_index_bands"))
+    if settings.get("near_mode") != "lsh":
+        return got, []
+    want = sorted(conn.execute(
+        "SELECT DISTINCT b.key & 2147483647, p.rowid FROM pages AS p, "
+        "lsh_bands(minhash(p.parsed, 128, 'char', 5), 32, 4) AS b WHERE p.parsed <> ''"))
+    return got, want
+
+
 def columns(conn):
     return [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
 
@@ -78,8 +91,11 @@ def batch(conn, rng, pool, step):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("settings", [{}, {"n_min": 3, "distance": 12}, {"n_min": 6}, {"distance": 3},
-                                      {"compat": "reference"}],
-                         ids=["default", "n_min-distance", "n_min-6", "distance-3", "compat"])
+                                      {"compat": "reference"}, {"near_mode": "lsh"},
+                                      {"near_mode": "lsh", "compat": "reference"},
+                                      {"near_mode": "lsh", "threshold": 0.8, "n_min": 3}],
+                         ids=["default", "n_min-distance", "n_min-6", "distance-3", "compat", "lsh",
+                              "lsh-compat", "lsh-0.8-n_min"])
 def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
     rng = random.Random(seed)
     src = sqlite3.connect(P.DEMO)
@@ -112,13 +128,18 @@ def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, s
             conn.execute("SELECT rid FROM dedup_index WHERE fp = 0"))
         assert table_state(conn) == table_state(full), f"step {step}"
         assert got["removed"] == expected["removed"]
+        # lsh mode: the index's band keys are the kept rows', after an
+        # incremental run as after a full one.
+        keys, want = index_band_keys(conn, settings)
+        assert keys == want and index_band_keys(full, settings) == (want, want), f"step {step}"
         full.close()
         os.remove(full_db)
     assert kinds == ["incremental"] * 8, kinds
 
 
-@pytest.mark.parametrize("seed,distance", [(1, 50), (2, 4), (3, 3)])
-def test_incremental_runs_equal_full_runs_on_the_corpus(tmp_path, seed, distance):
+@pytest.mark.parametrize("seed,distance,mode", [(1, 50, "window"), (2, 4, "window"), (3, 3, "window"),
+                                               (4, 50, "lsh")])
+def test_incremental_runs_equal_full_runs_on_the_corpus(tmp_path, seed, distance, mode):
     """The same property at the scale where the benchmark found a missed
     merge: parity-5k, 4,000 rows kept first, then batches of held-out rows,
     copies, edits and deletions (phase 3 then removes kept rows for newer
@@ -131,7 +152,7 @@ def test_incremental_runs_equal_full_runs_on_the_corpus(tmp_path, seed, distance
     conn.execute("DELETE FROM pages WHERE rowid IN (SELECT rowid FROM held)")
     pool = conn.execute("SELECT * FROM held").fetchall()
     conn.execute("DROP TABLE held")
-    settings = {"distance": distance}
+    settings = {"distance": distance, "near_mode": mode}
     report(conn, settings)
     for step in range(4):
         batch(conn, rng, pool, step)
@@ -251,7 +272,7 @@ def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
 
 @pytest.mark.parametrize("change,why", [
     ({"threshold": 0.85}, "the settings differ from run 1's"),
-    ({"near_mode": "lsh"}, "lsh mode (incremental runs are window mode's)"),
+    ({"near_mode": "lsh"}, "the settings differ from run 1's"),
     ({"boilerplate": "strip"}, "boilerplate = 'strip' (the chrome is counted over every row)"),
     ({"full": True}, "asked for (full: true)"),
 ])
@@ -272,7 +293,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "5 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "6 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
@@ -304,6 +325,16 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
                               WHERE o.placeholder = 0""").fetchall()
     assert lengths and all(a == b and same for a, b, same in lengths), [x for x in lengths if x[0] != x[1]][:3]
     assert report(conn, {})["kind"] == "incremental"
+    # The fifth format's index (no band keys) is replaced, and lsh runs fill the keys.
+    conn.executescript("""
+        DROP TABLE dedup_index_bands;
+        ALTER TABLE dedup_index DROP COLUMN bands;
+        UPDATE dedup_index_state SET value = '5 0.2.0' WHERE key = 'version';""")
+    again = report(conn, {"near_mode": "lsh"})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert conn.execute("SELECT count(*) FROM dedup_index WHERE bands IS NOT NULL").fetchone()[0] > 0
+    assert conn.execute("SELECT count(*) FROM dedup_index_bands").fetchone()[0] > 0
+    assert report(conn, {"near_mode": "lsh"})["kind"] == "incremental"
 
 
 def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):

@@ -295,9 +295,8 @@ def test_a_second_run_removes_nothing(db, mode):
     conn = P.connect(db)
     conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()
     first = survivors(db)
-    kind = {"window": "  incremental since run 1: 0 new or changed row(s), 0 gone or changed; "
-                      "only they and the rows they can meet were compared",
-            "lsh": "  full run: lsh mode (incremental runs are window mode's)"}[mode]
+    kind = ("  incremental since run 1: 0 new or changed row(s), 0 gone or changed; "
+            "only they and the rows they can meet were compared")
     assert conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": mode}),)).fetchone()[0] == \
         f"run 2: {len(first)} rows -> {len(first)} rows\n{kind}"
     assert survivors(db) == first

@@ -4,6 +4,8 @@
 //! content hash, the election's keys) and the canonical URL that placed it
 //! in phase 4's scan order; `dedup_index_order` keeps that order (the kept
 //! rows and the placeholders, by `(url, id, placeholder)`);
+//! `dedup_index_bands` the kept rows' band keys in lsh mode
+//! ([`super::index_bands`]);
 //! `dedup_index_state` the run that wrote it, its settings and the index's
 //! version.
 //!
@@ -17,7 +19,9 @@
 //! within `distance` of a place where the order changed (a dirty row, or a
 //! row that left it: deleted, changed, or removed now in phases 2–3), and
 //! does not compare two of the last run's rows unless a row that left lay
-//! between them (the last run left no two rows near within a window);
+//! between them (the last run left no two rows near within a window); in
+//! lsh mode it scans the dirty rows with the last run's rows that share a
+//! band key with one;
 //! phase 5 counts again only the domains whose count can change. That is a
 //! full run's result, row for row, at the cost of the batch.
 //!
@@ -28,7 +32,7 @@
 //!
 //! Any other case is a *full* run, and the report says why: no index (the
 //! first run, or a restore since), other settings, another version of the
-//! index, `lsh` mode, `boilerplate = 'strip'`, `url_rules` or `prefer`
+//! index, `boilerplate = 'strip'`, `url_rules` or `prefer`
 //! (their inputs change with every row), or `{"full": true}`.
 
 use rusqlite::functions::FunctionFlags;
@@ -45,7 +49,7 @@ use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "5";
+pub const FORMAT: &str = "6";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -114,8 +118,6 @@ fn comparable(db: &Connection, settings_json: &str) -> Result<String, DedupError
 fn always_full(s: &Settings) -> Option<&'static str> {
     if s.phases != super::settings::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
-    } else if s.near_mode == "lsh" && s.threshold < 1.0 {
-        Some("lsh mode (incremental runs are window mode's)")
     } else if s.boilerplate == "strip" {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
     } else if s.url_rules > 0.0 {
@@ -171,6 +173,12 @@ fn why_full(
     };
     if state("version")? != Some(version()) {
         return Ok(Some("the index is from another version".into()));
+    }
+    // (Format 6's table: after the version, which an older index fails.)
+    if !exists("dedup_index_bands")? {
+        return Ok(Some(
+            "no index yet (the first run, or a restore since the last)".into(),
+        ));
     }
     let last: Option<i64> =
         db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?;
@@ -359,6 +367,9 @@ pub fn write(
     let rowid = source.rowid;
     let fp = fingerprint_of(source, "g");
     let mut step = std::time::Instant::now();
+    super::index_bands::collect(db, incremental)?;
+    let bands = super::index_bands::column(incremental, rowid);
+    lap("index: band keys", &mut step);
     // 1. Phase 1's values of the rows this run rewrote, as they now are
     //    (the old ones kept in _dedup_before).
     db.execute_batch(&format!(
@@ -431,7 +442,8 @@ pub fn write(
                 p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
                 p.crawled, p.length, p.category, p.has_text, p.https,
                 CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen,
-                CASE WHEN p.has_text THEN dedup_histogram(coalesce(p.fill_parsed, {parsed})) END AS hist
+                CASE WHEN p.has_text THEN dedup_histogram(coalesce(p.fill_parsed, {parsed})) END AS hist,
+                {bands} AS bands
          FROM {table} AS g
          JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
          LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}
@@ -455,6 +467,8 @@ pub fn write(
            AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
            AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
     );
+    super::index_bands::write(db, incremental)?;
+    lap("index: band keys written", &mut step);
     if incremental {
         // (The rows that left the order, deleted one by one by its key:
         // as one statement SQLite scans the whole order.)
@@ -543,7 +557,12 @@ pub fn write(
 /// behind it): the next run is full.
 pub fn forget(db: &Connection) -> Result<(), DedupError> {
     super::changes::forget(db)?;
-    for name in ["dedup_index", "dedup_index_order", "dedup_index_state"] {
+    for name in [
+        "dedup_index",
+        "dedup_index_order",
+        "dedup_index_bands",
+        "dedup_index_state",
+    ] {
         if super::schema::object_type(db, name)?.as_deref() == Some("table") {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;
         }

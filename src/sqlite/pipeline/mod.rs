@@ -7,6 +7,7 @@ pub mod apply;
 pub mod atomic;
 pub mod changes;
 pub mod index;
+pub mod index_bands;
 pub mod json;
 pub mod near_input;
 pub mod own_tables;
@@ -109,6 +110,7 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index::register(db)?;
+    index_bands::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used

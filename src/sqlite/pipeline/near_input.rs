@@ -61,11 +61,13 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
          CREATE TEMP TABLE _dedup_near_rows (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER,
                                              slots INTEGER, settled INTEGER, tlen INTEGER, url TEXT);",
     )?;
-    let (distance, threshold): (i64, f64) =
-        db.query_row("SELECT distance, threshold FROM temp._dedup_run", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    if threshold >= 1.0 {
+    let (distance, threshold, mode): (i64, f64, String) = db.query_row(
+        "SELECT distance, threshold, near_mode FROM temp._dedup_run",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    // (lsh mode's rows: sql/incremental/04_lsh_rows.sql.)
+    if threshold >= 1.0 || mode == "lsh" {
         return Ok(());
     }
     let d = distance.max(0) as usize;

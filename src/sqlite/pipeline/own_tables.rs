@@ -1,6 +1,6 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
 //! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
-//! `dedup_index_order`, `dedup_index_state`, `dedup_changes`,
+//! `dedup_index_order`, `dedup_index_bands`, `dedup_index_state`, `dedup_changes`,
 //! `dedup_domains`, `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
@@ -16,7 +16,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 10] = [
+pub const OWN: [(&str, &str); 11] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -37,17 +37,23 @@ pub const OWN: [(&str, &str); 10] = [
         "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
     ),
     // The index of incremental runs (see super::index).
-    // Per kept row: its fingerprint, its place in phase 4's order and what
-    // phase 1 made of it.
+    // Per kept row: its fingerprint, its place in phase 4's order, what
+    // phase 1 made of it and (lsh mode) its band keys.
     (
         "dedup_index",
-        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB)",
+        "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB, bands BLOB)",
     ),
     // Phase 4's scan order: the kept rows (with their texts' lengths, as
     // in dedup_index: the pass reads them in order) and the placeholders.
     (
         "dedup_index_order",
         "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
+    ),
+    // lsh mode: each kept row's band keys (masked to 31 bits), to look up
+    // the rows a new row shares a band key with (super::index_bands).
+    (
+        "dedup_index_bands",
+        "CREATE TABLE main.dedup_index_bands (bk INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (bk, rid)) WITHOUT ROWID",
     ),
     (
         "dedup_index_state",
@@ -72,9 +78,10 @@ pub const OWN: [(&str, &str); 10] = [
 
 /// `dedup_index` in its earlier formats (dropped and made again: an index
 /// of those is rebuilt by a full run anyway).
-const INDEX_OLD: [&str; 2] = [
+const INDEX_OLD: [&str; 3] = [
     "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT)",
     "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER)",
+    "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB)",
 ];
 
 /// `dedup_index_order` in its earlier format (dropped and made again).
@@ -257,7 +264,7 @@ pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     check(db, "dedup")?;
     let index = schema::columns(db, "dedup_index")?;
     let has = |columns: &[schema::Column], name: &str| columns.iter().any(|c| c.name == name);
-    if !index.is_empty() && !has(&index, "hist") {
+    if !index.is_empty() && !has(&index, "bands") {
         db.execute_batch("DROP TABLE main.dedup_index")?;
     }
     let order = schema::columns(db, "dedup_index_order")?;

@@ -10,8 +10,10 @@ use super::settings::{self, Phases, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 40] = [
+pub const TEMP_OBJECTS: [(&str, &str); 42] = [
     ("TABLE", "_dedup_planned"),
+    ("TABLE", "_dedup_band_blobs"),
+    ("TABLE", "_dedup_lsh_keys"),
     ("TABLE", "_dedup_range"),
     ("VIEW", "_dedup_rows"),
     ("TABLE", "_dedup_external"),

@@ -69,6 +69,11 @@ pub const PHASES: [(&str, &[Step]); 6] = [
             ),
             Step::NearInput,
             Step::Script(
+                "incremental/04_lsh_rows.sql",
+                include_str!("../../../sql/incremental/04_lsh_rows.sql"),
+                When::Incremental,
+            ),
+            Step::Script(
                 "incremental/04_near_input.sql",
                 include_str!("../../../sql/incremental/04_near_input.sql"),
                 When::Incremental,

@@ -4,7 +4,8 @@
 //! 'direct'`, without drift (see [`crate::core::near_dups::Election`]).
 //!
 //! `input` has the columns of `near_dups`' input (`pos`, `id`, `text`,
-//! `rank`; `pos` and `id` unique integers). `pairs` has either columns `a`
+//! `rank`; `pos` and `id` unique integers; optionally `settled`: two rows
+//! of the same non-NULL value are known apart and not compared). `pairs` has either columns `a`
 //! and `b` (ids of `input` rows: listed pairs) or columns `band`, `key` and
 //! `id` (rows sharing a `band` and `key` are candidates, e.g. the rows of
 //! `lsh_bands`: the pairs are generated as the scan reaches each row, never
@@ -25,7 +26,7 @@ use super::{
     error, quote_identifier, require_columns, table_argument, table_columns, text_value,
     threshold_argument,
 };
-use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder};
+use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
 use crate::core::near_dups::{
     election_order, scan_pairs_with, validate, Election, Removal, ScanStats,
 };
@@ -79,38 +80,46 @@ impl Scan for PairScan {
                 &format!("'{pairs}' with columns {}", columns.join(", ")),
             ));
         }
-        let (mut rows, mut positions, mut index) = read_rows(db, &input)?;
+        let with_settled = table_columns(db, NAME, "input", &input)?
+            .iter()
+            .any(|c| c == "settled");
+        let (mut rows, mut positions, mut index, mut settled) =
+            read_rows(db, &input, with_settled)?;
         if election == Election::Direct {
             // Scanned best rank first: each row standing when reached wins.
             let order = election_order(&rows);
             rows = order.iter().map(|&k| rows[k]).collect();
             positions = order.iter().map(|&k| positions[k]).collect();
+            settled = order.iter().map(|&k| settled[k]).collect();
             index = rows.iter().enumerate().map(|(k, r)| (r.0, k)).collect();
         }
-        if listed {
-            let candidates = read_pairs(db, &pairs, &input, &index)?;
+        let (removed, mut stats, skipped) = if listed {
+            let candidates = SkipSettled::new(read_pairs(db, &pairs, &input, &index)?, settled);
             scan(
                 db, &input, &rows, &positions, candidates, threshold, election,
-            )
+            )?
         } else {
-            let candidates = read_keys(db, &pairs, &input, &index)?;
+            let candidates = SkipSettled::new(read_keys(db, &pairs, &input, &index)?, settled);
             scan(
                 db, &input, &rows, &positions, candidates, threshold, election,
-            )
-        }
+            )?
+        };
+        stats.settled += skipped;
+        Ok((removed, stats))
     }
 }
 
-/// The election over `candidates`, reading texts from `input` by `pos`.
-fn scan(
+/// The election over `candidates`, reading texts from `input` by `pos`;
+/// also the settled pairs left out.
+fn scan<C: Candidates>(
     db: &Connection,
     input: &str,
     rows: &[(i64, i64)],
     positions: &[i64],
-    candidates: impl Candidates,
+    mut candidates: SkipSettled<C>,
     threshold: f64,
     election: Election,
-) -> Result<(Vec<Removal>, ScanStats)> {
+) -> Result<(Vec<Removal>, ScanStats, u64)> {
     let sql = format!(
         "SELECT text FROM {} WHERE pos = ?1",
         quote_identifier(input)
@@ -122,7 +131,7 @@ fn scan(
     let mut furthest = 0usize;
     let result = scan_pairs_with(
         rows,
-        candidates,
+        &mut candidates,
         threshold,
         election,
         |k| {
@@ -143,7 +152,7 @@ fn scan(
     if result.is_ok() {
         progress::done(rows.len() as u64);
     }
-    result
+    result.map(|(removed, stats)| (removed, stats, candidates.skipped))
 }
 
 /// An integer column, or an error naming the column and what it held.
@@ -158,18 +167,25 @@ fn integer(row: &rusqlite::Row<'_>, i: usize, column: &str, table: &str) -> Resu
     }
 }
 
-/// The input rows (`id`, `rank`) in `pos` order, their positions, and the
-/// index of each id.
-type Rows = (Vec<(i64, i64)>, Vec<i64>, HashMap<i64, usize>);
+/// The input rows (`id`, `rank`) in `pos` order, their positions, the
+/// index of each id, and each row's `settled` group.
+type Rows = (
+    Vec<(i64, i64)>,
+    Vec<i64>,
+    HashMap<i64, usize>,
+    Vec<Option<i64>>,
+);
 
-fn read_rows(db: &Connection, input: &str) -> Result<Rows> {
+fn read_rows(db: &Connection, input: &str, with_settled: bool) -> Result<Rows> {
     let sql = format!(
-        "SELECT pos, id, rank FROM {} ORDER BY pos",
+        "SELECT pos, id, rank, {} FROM {} ORDER BY pos",
+        if with_settled { "settled" } else { "NULL" },
         quote_identifier(input)
     );
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
-    let (mut rows, mut positions, mut index) = (Vec::new(), Vec::new(), HashMap::new());
+    let (mut rows, mut positions, mut index, mut settled) =
+        (Vec::new(), Vec::new(), HashMap::new(), Vec::new());
     while let Some(row) = query.next()? {
         let pos = integer(row, 0, "pos", input)?;
         let at = |e: Error| match e {
@@ -178,6 +194,10 @@ fn read_rows(db: &Connection, input: &str) -> Result<Rows> {
         };
         let id = integer(row, 1, "id", input).map_err(at)?;
         let rank = integer(row, 2, "rank", input).map_err(at)?;
+        settled.push(match row.get_ref(3)? {
+            ValueRef::Null => None,
+            _ => Some(integer(row, 3, "settled", input).map_err(at)?),
+        });
         if positions.last() == Some(&pos) {
             return Err(error(
                 NAME,
@@ -195,7 +215,7 @@ fn read_rows(db: &Connection, input: &str) -> Result<Rows> {
         rows.push((id, rank));
         positions.push(pos);
     }
-    Ok((rows, positions, index))
+    Ok((rows, positions, index, settled))
 }
 
 fn read_pairs(
