@@ -19,6 +19,11 @@
 -- on ratio > threshold: near_dups takes the number of rows ahead.
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
+-- (lsh mode: the band keys an incremental run reads from its index, in
+-- sql/incremental/04_lsh_rows.sql; 04b_near_dups.sql computes a full
+-- run's.)
+DROP TABLE IF EXISTS temp._dedup_lsh_new;
+CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);
 -- domain and fill_parsed are copied from _dedup_prepared so that reading a
 -- text (by pos, in the scan) looks up pages only, not _dedup_prepared too:
 -- on 1M pages a text read costs 17 us through _dedup_prepared, 13 without.

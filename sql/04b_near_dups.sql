@@ -75,7 +75,8 @@ WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 
 -- 'lsh' mode: band keys of every row's signature (char 5-grams,
 -- lsh_bands * lsh_rows permutations); rows sharing a band and key are
--- candidates. Only the keys are kept: memory holds the band table, not the
+-- candidates. (An incremental run's keys are in _dedup_lsh_new already:
+-- see sql/incremental/04_lsh_rows.sql.) Only the keys are kept: memory holds the band table, not the
 -- texts. near_dups_among groups the rows by shared key and
 -- generates each row's candidates as the scan reaches it (a pair sharing
 -- several bands is compared once), so the pairs are never all held. With
@@ -87,9 +88,11 @@ CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
 INSERT INTO _dedup_lsh_bands
 SELECT b.band, b.key, t.id
 FROM _dedup_run AS r
+CROSS JOIN _dedup_incremental AS k
 JOIN _dedup_near_copy AS t
 JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
-WHERE r.near_mode = 'lsh';
+WHERE r.near_mode = 'lsh' AND k.kind = 'full';
+INSERT INTO _dedup_lsh_bands SELECT band, key, id FROM _dedup_lsh_new;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS

@@ -33,14 +33,14 @@ def report(conn, settings):
 
 
 def index_band_keys(conn, settings):
-    """dedup_index_bands, and the band keys (masked to 31 bits) of every
-    page with a text computed from the table with the public functions
-    (none in window mode)."""
-    got = sorted(conn.execute("SELECT bk, rid FROM dedup_index_bands"))
+    """dedup_index_bands, and the band keys of every page with a text
+    computed from the table with the public functions (none in window
+    mode)."""
+    got = sorted(conn.execute("SELECT band, key, rid FROM dedup_index_bands"))
     if settings.get("near_mode") != "lsh":
         return got, []
     want = sorted(conn.execute(
-        "SELECT DISTINCT b.key & 2147483647, p.rowid FROM pages AS p, "
+        "SELECT DISTINCT b.band, b.key, p.rowid FROM pages AS p, "
         "lsh_bands(minhash(p.parsed, 128, 'char', 5), 32, 4) AS b WHERE p.parsed <> ''"))
     return got, want
 

@@ -1,14 +1,13 @@
 //! lsh mode's part of the incremental index: the band keys of every kept
 //! row with a text, so that an incremental run finds the last run's rows a
-//! new row shares a band key with (`sql/incremental/04_lsh_rows.sql`).
+//! new row shares a band and key with, and their keys, without reading
+//! their texts (`sql/incremental/04_lsh_rows.sql`, `sql/04b_near_dups.sql`).
 //!
-//! `main.dedup_index_bands(bk, rid)` holds each key masked to 31 bits
-//! ([`MASK`]: 4 bytes a key on disk; a masked key two rows share by chance
-//! only adds a row to compare that meets no new row), and
-//! `dedup_index.bands` the same keys of the row packed (4 bytes each,
-//! little-endian), so that the entries of a row that leaves (deleted or
-//! edited by the user, removed now) are deleted without its text. The keys
-//! come from phase 4's `temp._dedup_lsh_bands` (window mode: none).
+//! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
+//! `dedup_index.bands` the same keys of the row packed ([`PackKeys`]), so
+//! that the entries of a row that leaves (deleted or edited by the user,
+//! removed now) are deleted without its text. The keys come from phase 4's
+//! `temp._dedup_lsh_bands` (window mode: none).
 
 use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
@@ -16,25 +15,25 @@ use rusqlite::Connection;
 
 use super::DedupError;
 
-/// The mask a band key is stored under (31 bits: SQLite stores it in 4
-/// bytes).
-pub const MASK: i64 = 0x7fff_ffff;
-
 /// The aggregate that packs a row's band keys.
 const PACK: &str = "dedup_pack_keys";
 
-/// `dedup_pack_keys(key)`: the keys masked by [`MASK`], distinct and
-/// ascending, as 4 little-endian bytes each.
+/// `dedup_pack_keys(band, key)`: the (band, key) pairs given (integers, a
+/// band from 0 to 2^32 - 1; others are skipped), distinct and ascending,
+/// as 12 little-endian bytes each (the band in 4, the key in 8).
 struct PackKeys;
 
-impl Aggregate<Vec<u32>, Option<Vec<u8>>> for PackKeys {
-    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<Vec<u32>> {
+impl Aggregate<Vec<(u32, i64)>, Option<Vec<u8>>> for PackKeys {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<Vec<(u32, i64)>> {
         Ok(Vec::new())
     }
 
-    fn step(&self, ctx: &mut Context<'_>, keys: &mut Vec<u32>) -> rusqlite::Result<()> {
-        if let ValueRef::Integer(k) = ctx.get_raw(0) {
-            keys.push((k & MASK) as u32);
+    fn step(&self, ctx: &mut Context<'_>, keys: &mut Vec<(u32, i64)>) -> rusqlite::Result<()> {
+        if let (ValueRef::Integer(band), ValueRef::Integer(key)) = (ctx.get_raw(0), ctx.get_raw(1))
+        {
+            if let Ok(band) = u32::try_from(band) {
+                keys.push((band, key));
+            }
         }
         Ok(())
     }
@@ -42,27 +41,32 @@ impl Aggregate<Vec<u32>, Option<Vec<u8>>> for PackKeys {
     fn finalize(
         &self,
         _: &mut Context<'_>,
-        keys: Option<Vec<u32>>,
+        keys: Option<Vec<(u32, i64)>>,
     ) -> rusqlite::Result<Option<Vec<u8>>> {
         Ok(keys.map(|mut keys| {
             keys.sort_unstable();
             keys.dedup();
-            keys.iter().flat_map(|k| k.to_le_bytes()).collect()
+            keys.iter()
+                .flat_map(|(band, key)| band.to_le_bytes().into_iter().chain(key.to_le_bytes()))
+                .collect()
         }))
     }
 }
 
-/// The keys [`PackKeys`] packed.
-fn unpack(blob: &[u8]) -> impl Iterator<Item = i64> + '_ {
-    blob.chunks_exact(4)
-        .map(|c| i64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+/// The (band, key) pairs [`PackKeys`] packed.
+fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
+    blob.chunks_exact(12).map(|c| {
+        let band = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+        let key = i64::from_le_bytes(c[4..].try_into().expect("8 bytes"));
+        (i64::from(band), key)
+    })
 }
 
-/// Registers `dedup_pack_keys(key)`.
+/// Registers `dedup_pack_keys(band, key)`.
 pub fn register(db: &Connection) -> rusqlite::Result<()> {
     db.create_aggregate_function(
         PACK,
-        1,
+        2,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
         PackKeys,
     )
@@ -71,7 +75,8 @@ pub fn register(db: &Connection) -> rusqlite::Result<()> {
 /// `temp._dedup_band_blobs(rid, bands)`: the packed keys of the rows this
 /// run writes into the index with keys: the rows phase 4 compared that
 /// stay, all of them in a full run, the new and changed ones in an
-/// incremental run (the last run's keep theirs).
+/// incremental run (the last run's keep theirs; of those, phase 4 has only
+/// the keys a new row shares).
 pub fn collect(db: &Connection, incremental: bool) -> Result<(), DedupError> {
     let which = if incremental {
         "AND id IN (SELECT rid FROM temp._dedup_dirty)"
@@ -82,7 +87,7 @@ pub fn collect(db: &Connection, incremental: bool) -> Result<(), DedupError> {
         "DROP TABLE IF EXISTS temp._dedup_band_blobs;
          CREATE TEMP TABLE _dedup_band_blobs (rid INTEGER PRIMARY KEY, bands BLOB);
          INSERT INTO temp._dedup_band_blobs
-         SELECT id, {PACK}(key) FROM temp._dedup_lsh_bands
+         SELECT id, {PACK}(band, key) FROM temp._dedup_lsh_bands
          WHERE id NOT IN (SELECT source_rowid FROM temp._dedup_removal) {which}
          GROUP BY id;"
     ))?;
@@ -116,23 +121,24 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
             )?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let mut delete =
-            db.prepare("DELETE FROM main.dedup_index_bands WHERE bk = ?1 AND rid = ?2")?;
+        let mut delete = db.prepare(
+            "DELETE FROM main.dedup_index_bands WHERE band = ?1 AND key = ?2 AND rid = ?3",
+        )?;
         for (rid, blob) in &leaving {
-            for bk in unpack(blob) {
-                delete.execute([bk, *rid])?;
+            for (band, key) in unpack(blob) {
+                delete.execute([band, key, *rid])?;
             }
         }
     } else {
         db.execute_batch("DELETE FROM main.dedup_index_bands;")?;
     }
-    // (Sorted by key: appended in the b-tree's order.)
-    db.execute_batch(&format!(
+    // (Sorted: appended in the b-tree's order.)
+    db.execute_batch(
         "INSERT OR IGNORE INTO main.dedup_index_bands
-         SELECT key & {MASK}, id FROM temp._dedup_lsh_bands
+         SELECT band, key, id FROM temp._dedup_lsh_bands
          WHERE id IN (SELECT rid FROM temp._dedup_band_blobs)
-         ORDER BY 1, 2;"
-    ))?;
+         ORDER BY 1, 2, 3;",
+    )?;
     Ok(())
 }
 
@@ -141,20 +147,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packed_keys_come_back_masked_distinct_and_sorted() {
+    fn packed_keys_come_back_distinct_and_sorted() {
         let db = Connection::open_in_memory().unwrap();
         register(&db).unwrap();
         let blob: Vec<u8> = db
             .query_row(
-                "SELECT dedup_pack_keys(k) FROM (SELECT -1 AS k UNION ALL SELECT 5 UNION ALL SELECT 5 + 4294967296 UNION ALL SELECT 3)",
+                "SELECT dedup_pack_keys(b, k) FROM (SELECT 1 AS b, -1 AS k UNION ALL SELECT 0, 5
+                 UNION ALL SELECT 0, 5 UNION ALL SELECT 1, 9223372036854775807
+                 UNION ALL SELECT 0, 'x' UNION ALL SELECT -1, 3)",
                 [],
                 |r| r.get(0),
             )
             .unwrap();
-        // -1 masks to 2^31 - 1; 5 + 2^32 masks to 5, the same as 5.
-        assert_eq!(unpack(&blob).collect::<Vec<_>>(), [3, 5, MASK]);
+        assert_eq!(
+            unpack(&blob).collect::<Vec<_>>(),
+            [(0, 5), (1, -1), (1, i64::MAX)]
+        );
         let none: Option<Vec<u8>> = db
-            .query_row("SELECT dedup_pack_keys(1) WHERE 0", [], |r| r.get(0))
+            .query_row("SELECT dedup_pack_keys(0, 1) WHERE 0", [], |r| r.get(0))
             .unwrap();
         assert_eq!(none, None);
     }

@@ -49,11 +49,11 @@ pub const OWN: [(&str, &str); 11] = [
         "dedup_index_order",
         "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
     ),
-    // lsh mode: each kept row's band keys (masked to 31 bits), to look up
-    // the rows a new row shares a band key with (super::index_bands).
+    // lsh mode: each kept row's band keys, to look up the rows a new row
+    // shares a band and key with (super::index_bands).
     (
         "dedup_index_bands",
-        "CREATE TABLE main.dedup_index_bands (bk INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (bk, rid)) WITHOUT ROWID",
+        "CREATE TABLE main.dedup_index_bands (band INTEGER NOT NULL, key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (band, key, rid)) WITHOUT ROWID",
     ),
     (
         "dedup_index_state",

@@ -13,7 +13,7 @@ use super::{fail, DedupError};
 pub const TEMP_OBJECTS: [(&str, &str); 42] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
-    ("TABLE", "_dedup_lsh_keys"),
+    ("TABLE", "_dedup_lsh_new"),
     ("TABLE", "_dedup_range"),
     ("VIEW", "_dedup_rows"),
     ("TABLE", "_dedup_external"),
