@@ -12,7 +12,7 @@ run in its own process (seconds of dedup_run, peak RSS). Both must leave
 the same table and archive. Also: the index's size on disk per kept page.
 
     cargo build --release --features loadable_extension
-    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh]
+    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh] [--repeat 3]
 """
 import argparse
 import hashlib
@@ -20,6 +20,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import sqlite3
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def main():
     ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--batches", default="0.01,0.1")
     ap.add_argument("--mode", default="window", choices=["window", "lsh"], help="near_mode")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="pairs of runs per batch, each on fresh copies (this machine class is noisy)")
     args = ap.parse_args()
     settings = {"near_mode": args.mode}
     shares = [float(x) for x in args.batches.split(",")]
@@ -93,7 +96,7 @@ def main():
         "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'dedup_index%'"))
     conn.close()
     lines = [f"# Incremental runs ({time.strftime('%Y-%m-%d')})", "",
-             f"`/usr/bin/python3 benches/incremental.py --pages {args.pages} --mode {args.mode}`: "
+             f"`/usr/bin/python3 benches/incremental.py --pages {args.pages} --mode {args.mode} --repeat {args.repeat}`: "
              f"near_mode {args.mode}, builder corpus of {args.pages} pages "
              f"(seed 7), {int(held)} held out; the first (full) run keeps {kept} pages in {first['seconds']:.1f} s. "
              f"Index: {index_bytes / kept:.0f} bytes per kept page ({index_bytes / 1e6:.1f} MB).", "",
@@ -118,23 +121,32 @@ def main():
             conn.execute(f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", row)
         conn.execute("COMMIT")
         conn.close()
-        full_path = path + ".full.db"
-        shutil.copy(path, full_path)
-        # (The copies written out first: the runs' commits would flush them.)
-        os.sync()
-        inc = run(path, settings)
-        full = run(full_path, dict(settings, full=True))
-        assert inc["report"]["kind"] == "incremental", inc["report"]
-        same = state(path) == state(full_path)
-        removed = sum(inc["report"]["removed"].values())
-        lines.append(f"| {share * 100:g}% of the kept table | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
-                     f"{inc['seconds'] / full['seconds']:.2f} | {inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | "
-                     f"{removed} | {same} |")
-        phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"
-                           for k in inc["report"]["seconds"])
-        lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | |")
+        ratios = []
+        for rep in range(args.repeat):
+            inc_path, full_path = path + ".inc.db", path + ".full.db"
+            shutil.copy(path, inc_path)
+            shutil.copy(path, full_path)
+            # (The copies written out first: the runs' commits would flush them.)
+            os.sync()
+            inc = run(inc_path, settings)
+            full = run(full_path, dict(settings, full=True))
+            assert inc["report"]["kind"] == "incremental", inc["report"]
+            same = state(inc_path) == state(full_path)
+            removed = sum(inc["report"]["removed"].values())
+            ratios.append(inc["seconds"] / full["seconds"])
+            label = f"{share * 100:g}% of the kept table" if rep == 0 else f"(again, {rep + 1})"
+            lines.append(f"| {label} | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
+                         f"{ratios[-1]:.3f} | {inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | "
+                         f"{removed} | {same} |")
+            phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"
+                               for k in inc["report"]["seconds"])
+            lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | |")
+            os.remove(inc_path)
+            os.remove(full_path)
+        if len(ratios) > 1:
+            lines.append(f"| {share * 100:g}%: median of {len(ratios)} pairs | | | | "
+                         f"{statistics.median(ratios):.3f} | | | |")
         os.remove(path)
-        os.remove(full_path)
     print("\n".join(lines))
 
 

@@ -20,7 +20,7 @@
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 -- (lsh mode: the band keys an incremental run reads from its index, in
--- sql/incremental/04_lsh_rows.sql; 04b_near_dups.sql computes a full
+-- src/sqlite/pipeline/lsh_input.rs; 04b_near_dups.sql computes a full
 -- run's.)
 DROP TABLE IF EXISTS temp._dedup_lsh_new;
 CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);

@@ -8,6 +8,7 @@ pub mod halt;
 pub mod hash;
 pub mod html;
 pub mod lcs;
+pub mod lsh_prune;
 pub mod near_dups;
 pub mod parallel;
 pub mod scan_ahead;

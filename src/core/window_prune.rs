@@ -27,7 +27,7 @@ pub struct PruneRow {
 
 /// Whether the bounds let the pair `a`, `b` through (an unknown length may
 /// be near anything; an unknown histogram leaves the length bound).
-fn may_be_near(a: &PruneRow, b: &PruneRow, threshold: f64) -> bool {
+pub(crate) fn may_be_near(a: &PruneRow, b: &PruneRow, threshold: f64) -> bool {
     let (Some(la), Some(lb)) = (a.len, b.len) else {
         return true;
     };

@@ -1,7 +1,7 @@
 //! lsh mode's part of the incremental index: the band keys of every kept
 //! row with a text, so that an incremental run finds the last run's rows a
 //! new row shares a band and key with, and their keys, without reading
-//! their texts (`sql/incremental/04_lsh_rows.sql`, `sql/04b_near_dups.sql`).
+//! their texts (`src/sqlite/pipeline/lsh_input.rs`, `sql/04b_near_dups.sql`).
 //!
 //! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
 //! `dedup_index.bands` the same keys of the row packed ([`PackKeys`]), so

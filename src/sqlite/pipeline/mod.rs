@@ -9,6 +9,7 @@ pub mod changes;
 pub mod index;
 pub mod index_bands;
 pub mod json;
+pub mod lsh_input;
 pub mod near_input;
 pub mod own_tables;
 pub mod plan;

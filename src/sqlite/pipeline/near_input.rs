@@ -54,7 +54,8 @@ struct Entry {
     histogram: Option<Box<CharHistogram>>,
 }
 
-/// Builds `temp._dedup_near_rows` (see the module's documentation).
+/// Builds `temp._dedup_near_rows` (see the module's documentation); in
+/// lsh mode only makes it empty, for [`super::lsh_input::build`].
 pub fn build(db: &Connection) -> Result<(), DedupError> {
     db.execute_batch(
         "DROP TABLE IF EXISTS temp._dedup_near_rows;
@@ -66,7 +67,7 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    // (lsh mode's rows: sql/incremental/04_lsh_rows.sql.)
+    // (lsh mode's rows: super::lsh_input.)
     if threshold >= 1.0 || mode == "lsh" {
         return Ok(());
     }
@@ -80,7 +81,17 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
         db,
         "SELECT url, id, 0 FROM temp._dedup_ghosts ORDER BY url, id",
     )?;
-    let fresh = new_rows(db)?;
+    let fresh = new_rows(db)?
+        .into_iter()
+        .map(|n| Entry {
+            id: n.id,
+            placeholder: false,
+            settled: None,
+            new_url: Some(n.url),
+            len: n.len,
+            histogram: n.histogram,
+        })
+        .collect();
     lap("near_input: keys and new rows", &mut step);
     let mut entries = select_entries(db, &keys, &ghosts, fresh, d)?;
     lap("near_input: order", &mut step);
@@ -122,9 +133,22 @@ fn places(db: &Connection, sql: &str) -> Result<Vec<Place>, DedupError> {
     Ok(found)
 }
 
-/// The new rows of the input (dirty winners with text), in scan order,
-/// with their texts' lengths and histograms.
-fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
+/// A new (or changed) row of phase 4's input: a dirty winner of phases
+/// 2-3 with a text.
+pub(super) struct NewRow {
+    /// Its rowid.
+    pub id: i64,
+    /// Its canonical URL (its place in the scan order).
+    pub url: String,
+    /// Its text's length in code points.
+    pub len: Option<usize>,
+    /// Its text's character histogram.
+    pub histogram: Option<Box<CharHistogram>>,
+}
+
+/// The new rows of phase 4's input (dirty winners with text), in scan
+/// order, with their texts' lengths and histograms.
+pub(super) fn new_rows(db: &Connection) -> Result<Vec<NewRow>, DedupError> {
     let mut stmt = db.prepare(
         "SELECT p.canonical_url, p.source_rowid,
                 coalesce(p.fill_parsed, (SELECT s.parsed FROM temp._dedup_source AS s WHERE s.rid = p.source_rowid))
@@ -139,11 +163,9 @@ fn new_rows(db: &Connection) -> Result<Vec<Entry>, DedupError> {
             ValueRef::Text(t) => std::str::from_utf8(t).ok(),
             _ => None,
         };
-        rows.push(Entry {
+        rows.push(NewRow {
             id: r.get(1)?,
-            placeholder: false,
-            settled: None,
-            new_url: Some(r.get(0)?),
+            url: r.get(0)?,
             len: text.map(|s| s.chars().count()),
             histogram: text.map(|s| Box::new(CharHistogram::new(s))),
         });

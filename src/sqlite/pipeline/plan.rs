@@ -213,7 +213,10 @@ fn run_phases(
                         })
                     })?;
                 }
-                Step::NearInput if incremental => super::near_input::build(db)?,
+                Step::NearInput if incremental => {
+                    super::near_input::build(db)?;
+                    super::lsh_input::build(db)?;
+                }
                 Step::NearInput => {}
             }
         }

@@ -13,14 +13,18 @@ pub enum When {
 }
 
 /// One step of a phase: an SQL script of `sql/` (embedded in the binary),
-/// or an incremental run's phase-4 rows ([`super::near_input::build`]).
+/// or an incremental run's phase-4 rows ([`super::near_input::build`],
+/// [`super::lsh_input::build`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Step {
     /// A script: its file name, its text and when it runs.
     Script(&'static str, &'static str, When),
-    /// An incremental run's rows of phase 4: the new rows and the last
-    /// run's around each place the scan order changed, each run of rows
-    /// no comparison needs as one slot row ([`super::near_input::build`]).
+    /// An incremental run's rows of phase 4: in window mode the new rows
+    /// and the last run's around each place the scan order changed, each
+    /// run of rows no comparison needs as one slot row
+    /// ([`super::near_input::build`]); in lsh mode the new rows and the
+    /// kept rows that share a band key with one and may be near it
+    /// ([`super::lsh_input::build`]).
     NearInput,
 }
 
@@ -67,12 +71,12 @@ pub const PHASES: [(&str, &[Step]); 6] = [
                 include_str!("../../../sql/incremental/04_keys.sql"),
                 When::Incremental,
             ),
-            Step::NearInput,
             Step::Script(
-                "incremental/04_lsh_rows.sql",
-                include_str!("../../../sql/incremental/04_lsh_rows.sql"),
+                "incremental/04_lsh_keys.sql",
+                include_str!("../../../sql/incremental/04_lsh_keys.sql"),
                 When::Incremental,
             ),
+            Step::NearInput,
             Step::Script(
                 "incremental/04_near_input.sql",
                 include_str!("../../../sql/incremental/04_near_input.sql"),
