@@ -55,7 +55,7 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
         return Ok(());
     }
     let mut step = std::time::Instant::now();
-    let fresh = new_rows(db)?;
+    let mut fresh = new_rows(db)?;
     let by_id: HashMap<i64, usize> = fresh.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
     // The new rows' keys, by band and key.
     let mut keys: Vec<((i64, i64), SharedKey)> = {
@@ -114,16 +114,20 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     let (kept, profiles) = kept_rows(db, &rids)?;
     lap("lsh_input: kept rows' lengths and histograms", &mut step);
     let fresh_rows: Vec<PruneRow> = fresh
-        .iter()
+        .iter_mut()
         .map(|n| PruneRow {
             placeholder: false,
             settled: None,
             len: n.len,
-            histogram: n.histogram.clone(),
+            histogram: n.histogram.take(),
         })
         .collect();
-    let need = kept_rows_needed(&fresh_rows, &profiles, &shared, threshold);
-    drop(profiles);
+    let mut need = kept_rows_needed(&fresh_rows, &profiles, &shared, threshold);
+    drop((fresh_rows, profiles));
+    // (A row the index has no place for is not one of the scan's rows.)
+    for (n, k) in need.iter_mut().zip(&kept) {
+        *n &= k.is_some();
+    }
     lap(
         &format!(
             "lsh_input: {} kept rows may be near a new row",
@@ -151,15 +155,13 @@ fn kept_rows(
         .map(|_| PruneRow {
             placeholder: false,
             settled: Some(0),
-            len: Some(0),
+            len: None,
             histogram: None,
         })
         .collect();
     let mut stmt = db.prepare("SELECT pos_url, tlen, hist FROM main.dedup_index WHERE rid = ?1")?;
     for i in order {
         let mut found = stmt.query([rids[i]])?;
-        // (A row the index has no place for is not one of the scan's
-        // rows: left out whatever the bounds say.)
         let Some(r) = found.next()? else { continue };
         let Some(url) = r.get::<_, Option<String>>(0)? else {
             continue;
@@ -216,7 +218,7 @@ fn write(
         db.prepare("INSERT INTO temp._dedup_lsh_new (band, key, id) VALUES (?1, ?2, ?3)")?;
     for (&(band, key), holders) in keys.iter().zip(shared) {
         for &k in &holders.kept {
-            if need[k] && kept[k].is_some() {
+            if need[k] {
                 entry.execute([band, key, rids[k]])?;
             }
         }
