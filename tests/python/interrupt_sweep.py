@@ -7,9 +7,11 @@ and an error that says "nothing was changed" must be true, including of the
 caller's own pending INSERT when the call ran inside the caller's
 transaction.
 
-As a program (run by test_interrupts.py in a subprocess, so that a crash or
+As a program (run by test_interrupts.py in subprocesses, so that a crash or
 a hang of the host is seen as such):
-    python3 interrupt_sweep.py HOST FUNCTION TEMPLATE.db STRIDE OFFSET
+    python3 interrupt_sweep.py HOST FUNCTION TEMPLATE.db STRIDE OFFSET [PART PARTS]
+PART of PARTS (default 0 of 1): this process tries every PARTS-th of the
+steps, from the PART-th, so that PARTS processes share a sweep.
 HOST is python (the sqlite3 module: set_progress_handler + interrupt) or
 apsw (setprogresshandler + interrupt); FUNCTION is dedup_run or
 dedup_restore. Prints one JSON object: the points tried and the failures."""
@@ -71,7 +73,7 @@ def attempt(host, path, function, k, in_caller_txn):
     return error, left_open, count[0]
 
 
-def main(host, function, template, stride, offset):
+def main(host, function, template, stride, offset, part=0, parts=1):
     work = tempfile.mkdtemp()
     path = os.path.join(work, "t.db")
     shutil.copy(template, path)
@@ -80,7 +82,7 @@ def main(host, function, template, stride, offset):
     _, _, steps = attempt(host, path, function, 0, False)
     done = normalized(fingerprint(path))
     failures, tried = [], 0
-    for k in range(1 + offset % stride, steps + 1, stride):
+    for k in range(1 + offset % stride, steps + 1, stride)[part::parts]:
         in_caller_txn = (k // stride) % 2 == 1
         shutil.copy(template, path)
         error, left_open, _ = attempt(host, path, function, k, in_caller_txn)
@@ -106,6 +108,7 @@ def main(host, function, template, stride, offset):
                 problems.append("the caller's pending INSERT is gone and the error does not say so")
         if problems:
             failures.append({"step": k, "caller_txn": in_caller_txn, "error": error, "problems": problems})
+    shutil.rmtree(work)
     print(json.dumps({"steps": steps, "tried": tried, "failures": failures[:20], "failed": len(failures)}))
 
 
@@ -117,4 +120,4 @@ def normalized(state):
 
 if __name__ == "__main__":
     h, f, t, s, o = sys.argv[1:6]
-    main(h, f, t, int(s), int(o))
+    main(h, f, t, int(s), int(o), *[int(x) for x in sys.argv[6:8]])
