@@ -55,6 +55,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_progress",
             "dedup_require",
             "dedup_restore",
+            "dedup_rows_arrow",
             "dedup_run",
             "dedup_sort_key",
             "dedup_version",

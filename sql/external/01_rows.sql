@@ -3,7 +3,16 @@
 -- every election as dedup_sort_key values (BLOBs whose byte order is
 -- SQLite's order of the values, so that another engine sorts them as the
 -- phase scripts do), the text phase 4 compares, and phase 4's placeholders
--- (placeholder = 1: url and rid only).
+-- (placeholder = 1: url and rid only; kept in a table here, so that reading
+-- the view in batches of rids, as dedup_rows_arrow does, canonicalizes each
+-- archived URL once, under the run's URL rules).
+DROP TABLE IF EXISTS temp._dedup_rows_placeholders;
+CREATE TEMP TABLE _dedup_rows_placeholders AS
+SELECT h.id, h.url
+FROM _dedup_placeholders AS h, _dedup_range AS r
+-- (the rowid range of dedup_prepare, when a task prepares part of the table)
+WHERE (r.lo IS NULL OR h.id >= r.lo) AND (r.hi IS NULL OR h.id < r.hi);
+CREATE INDEX temp._dedup_rows_placeholders_id ON _dedup_rows_placeholders (id);
 DROP VIEW IF EXISTS temp._dedup_rows;
 CREATE TEMP VIEW _dedup_rows AS
 SELECT p.source_rowid AS rid,
@@ -34,6 +43,4 @@ JOIN _dedup_source AS g ON g.rid = p.source_rowid
 UNION ALL
 SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
-FROM _dedup_placeholders AS h, _dedup_range AS r
--- (dedup_prepare's rowid range, when a task prepares part of the table)
-WHERE (r.lo IS NULL OR h.id >= r.lo) AND (r.hi IS NULL OR h.id < r.hi);
+FROM _dedup_rows_placeholders AS h;

@@ -1,6 +1,7 @@
 //! The pure algorithms: no SQLite types here. Each module is usable from
 //! plain Rust; `crate::sqlite` binds them to SQL.
 
+pub mod arrow_columns;
 pub mod candidates;
 pub mod chrome_pages;
 pub mod diff;

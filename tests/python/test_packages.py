@@ -123,7 +123,7 @@ def test_the_wheel_carries_the_spark_layer_as_an_extra(tmp_path, dist):
     with zipfile.ZipFile(our_wheel(dist)) as w:
         names = set(w.namelist())
         meta = w.read(f"sqlite_dedup-{dist['version']}.dist-info/METADATA").decode()
-    assert {"sqlite_dedup/spark/__init__.py", "sqlite_dedup/spark/cli.py", "sqlite_dedup/spark/_tasks.py"} <= names
+    assert {"sqlite_dedup/spark/__init__.py", "sqlite_dedup/spark/cli.py", "sqlite_dedup/spark/_tasks.py", "sqlite_dedup/spark/_columns.py"} <= names
     assert "Provides-Extra: spark" in meta and 'Requires-Dist: pyspark>=4.0; extra == "spark"' in meta
     # Without PySpark the command says how to get it, and changes nothing.
     bin_ = installed(tmp_path, dist)

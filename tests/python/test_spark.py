@@ -357,3 +357,34 @@ def test_dedup_prepare_by_rowid_ranges_gives_every_row_once(tmp_path):
     assert sorted(parts, key=repr) == sorted(whole, key=repr)
     with pytest.raises(sqlite3.Error, match="rowid bounds must be integers or NULL, got text 'a'"):
         conn.execute("SELECT dedup_prepare(NULL, 'a')").fetchone()
+
+
+def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_path, monkeypatch):
+    """The tasks read dedup_prepare's rows as Arrow columns the extension
+    writes (dedup_rows_arrow, read by spark/_columns.py): batch by batch,
+    placeholders included, they are the view's rows, each once, with every
+    value and NULL as SQLite gives it."""
+    sys.path.insert(0, package)
+    from sqlite_dedup.spark import _tasks
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()  # (an archive: phase-4 placeholders)
+    names = [c for c, _ in _tasks.ROW_COLUMNS]
+    conn.execute("SELECT dedup_prepare(NULL, 100, 500)").fetchone()
+    view = conn.execute(f"SELECT {', '.join(names)} FROM temp._dedup_rows").fetchall()
+    assert sum(r[1] for r in view) > 0 and any(r[-1] for r in view)  # placeholders and texts
+    monkeypatch.setattr(_tasks, "BATCH_ROWS", 37)
+    batches = list(_tasks.prepared_batches(conn, 5, 100, 500))
+    assert len(batches) >= len(view) // 37 > 3
+    assert all(b.schema.names == ["shard"] + names for b in batches)
+    got = [row for b in batches for row in zip(*(c.to_pylist() for c in b.columns))]
+    assert {r[0] for r in got} == {5}
+    assert sorted((r[1:] for r in got), key=repr) == sorted(view, key=repr)
+    with pytest.raises(sqlite3.Error, match="rid bounds must be integers or NULL, got text 'a'"):
+        conn.execute("SELECT dedup_rows_arrow('a', NULL)").fetchone()
+    with pytest.raises(sqlite3.Error, match="dedup_rows_arrow: expected 2 arguments, got 1"):
+        conn.execute("SELECT dedup_rows_arrow(1)").fetchone()
+    fresh = P.connect(db)
+    with pytest.raises(sqlite3.Error, match="no rows are prepared on this connection"):
+        fresh.execute("SELECT dedup_rows_arrow(NULL, NULL)").fetchone()

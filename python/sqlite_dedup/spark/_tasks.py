@@ -7,6 +7,8 @@ import sqlite3
 
 import sqlite_dedup
 
+from . import _columns
+
 #: The columns of each row as `dedup_prepare` leaves them (temp._dedup_rows),
 #: with their Arrow types; `shard` comes first.
 ROW_COLUMNS = [
@@ -70,29 +72,41 @@ def prepare_shard(index, path, settings_json, lo=None, hi=None):
     """Phase 1 on one shard, on the rows whose rowid is in [lo, hi) (None:
     unbounded): yields Arrow record batches of its rows (the columns of
     ROW_COLUMNS after `shard`)."""
-    import pyarrow as pa
-
     if not os.path.isfile(path):
         raise shard_error(index, path, "no such file")
     try:
         conn = connect(path, readonly=True)
         try:
             conn.execute("SELECT dedup_prepare(?, ?, ?)", (settings_json, lo, hi)).fetchone()
-            cursor = conn.execute(f"SELECT {', '.join(c for c, _ in ROW_COLUMNS)} FROM temp._dedup_rows")
-            types = [pa.int32()] + [getattr(pa, t)() for _, t in ROW_COLUMNS]
-            names = ["shard"] + [c for c, _ in ROW_COLUMNS]
-            while True:
-                rows = cursor.fetchmany(BATCH_ROWS)
-                if not rows:
-                    break
-                columns = list(zip(*rows))
-                arrays = [pa.array([index] * len(rows), pa.int32())]
-                arrays += [pa.array(col, type=t) for col, t in zip(columns, types[1:])]
-                yield pa.RecordBatch.from_arrays(arrays, names=names)
+            yield from prepared_batches(conn, index, lo, hi)
         finally:
             conn.close()
     except sqlite3.Error as e:
         raise shard_error(index, path, e) from None
+
+
+def prepared_batches(conn, index, lo=None, hi=None):
+    """The rows dedup_prepare left on `conn` (rids in [lo, hi)), as Arrow
+    record batches of about BATCH_ROWS rows (the columns of ROW_COLUMNS
+    after `shard`, which holds `index`): the extension writes each batch's
+    columns (dedup_rows_arrow), so no Python value is made per cell."""
+    import pyarrow as pa
+
+    # Batches cut at every BATCH_ROWS-th prepared row; the first and the last
+    # reach the range's ends (a placeholder may lie outside the prepared rids).
+    cuts = [r for (r,) in conn.execute(
+        "SELECT source_rowid FROM (SELECT source_rowid, row_number() OVER (ORDER BY source_rowid) - 1 AS k "
+        "FROM temp._dedup_prepared) WHERE k > 0 AND k % ? = 0", (BATCH_ROWS,))]
+    bounds = [lo] + cuts + [hi]
+    names = [c for c, _ in ROW_COLUMNS]
+    for a, b in zip(bounds, bounds[1:]):
+        batch = _columns.record_batch(conn.execute("SELECT dedup_rows_arrow(?, ?)", (a, b)).fetchone()[0])
+        if batch.schema.names != names:
+            raise RuntimeError(f"sqlite-dedup spark: the extension gives the columns {batch.schema.names}, "
+                               f"this package expects {names}: install the two from one release")
+        if batch.num_rows:
+            shard = pa.array([index] * batch.num_rows, pa.int32())
+            yield pa.RecordBatch.from_arrays([shard] + batch.columns, names=["shard"] + names)
 
 
 #: The columns of pages a DataFrame may bring (the pipeline's names).
@@ -104,10 +118,6 @@ def prepare_batches(batches, id_column, columns, settings_json):
     """Phase 1 on pages that arrive as Arrow batches (a DataFrame's
     partition): each batch goes into an in-memory `pages` table, its rowids
     the `id_column` values, and comes out as dedup_prepare's rows (shard 0)."""
-    import pyarrow as pa
-
-    types = [pa.int32()] + [getattr(pa, t)() for _, t in ROW_COLUMNS]
-    names = ["shard"] + [c for c, _ in ROW_COLUMNS]
     conn = connect(":memory:")
     try:
         for batch in batches:
@@ -126,14 +136,7 @@ def prepare_batches(batches, id_column, columns, settings_json):
             except sqlite3.IntegrityError:
                 raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must be unique") from None
             conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
-            cursor = conn.execute(f"SELECT {', '.join(c for c, _ in ROW_COLUMNS)} FROM temp._dedup_rows")
-            while True:
-                rows = cursor.fetchmany(BATCH_ROWS)
-                if not rows:
-                    break
-                arrays = [pa.array([0] * len(rows), pa.int32())]
-                arrays += [pa.array(col, type=t) for col, t in zip(zip(*rows), types[1:])]
-                yield pa.RecordBatch.from_arrays(arrays, names=names)
+            yield from prepared_batches(conn, 0)
     finally:
         conn.close()
 

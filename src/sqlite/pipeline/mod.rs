@@ -17,6 +17,7 @@ pub mod progress;
 pub mod report;
 pub mod restore;
 pub mod rewrites;
+pub mod rows_arrow;
 pub mod schema;
 pub mod scripts;
 pub mod settings;
@@ -112,6 +113,7 @@ pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index::register(db)?;
     index_bands::register(db)?;
+    rows_arrow::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used

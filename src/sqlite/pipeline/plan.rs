@@ -10,12 +10,13 @@ use super::settings::{self, Phases, Settings};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 42] = [
+pub const TEMP_OBJECTS: [(&str, &str); 43] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
     ("TABLE", "_dedup_lsh_new"),
     ("TABLE", "_dedup_range"),
     ("VIEW", "_dedup_rows"),
+    ("TABLE", "_dedup_rows_placeholders"),
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
