@@ -119,6 +119,21 @@ pub(crate) fn number_arg(
     }
 }
 
+/// Argument `i` as an integer; `None` for NULL; otherwise the error
+/// `problem` (e.g. "rowid bounds must be integers or NULL").
+pub(crate) fn int_arg(
+    ctx: &Context<'_>,
+    i: usize,
+    function: &str,
+    problem: &str,
+) -> Result<Option<i64>> {
+    match ctx.get_raw(i) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Integer(v) => Ok(Some(v)),
+        other => Err(user_error(function, problem, &describe(other))),
+    }
+}
+
 thread_local! {
     /// The defaults, and the last options text parsed on this thread: the
     /// pipeline passes options computed per row (SQLite keeps auxiliary

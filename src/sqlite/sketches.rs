@@ -107,15 +107,7 @@ fn int_or_null(
     i: usize,
     function: &str,
 ) -> Result<Option<i64>> {
-    match ctx.get_raw(i) {
-        ValueRef::Null => Ok(None),
-        ValueRef::Integer(v) => Ok(Some(v)),
-        other => Err(user_error(
-            function,
-            "arguments must be INTEGER simhashes",
-            &describe(other),
-        )),
-    }
+    crate::sqlite::scalars::int_arg(ctx, i, function, "arguments must be INTEGER simhashes")
 }
 
 /// Registers the sketch functions on `db`.

@@ -105,7 +105,7 @@ def prepared_batches(conn, index, lo=None, hi=None):
             raise RuntimeError(f"sqlite-dedup spark: the extension gives the columns {batch.schema.names}, "
                                f"this package expects {names}: install the two from one release")
         if batch.num_rows:
-            shard = pa.array([index] * batch.num_rows, pa.int32())
+            shard = pa.repeat(pa.scalar(index, pa.int32()), batch.num_rows)
             yield pa.RecordBatch.from_arrays([shard] + batch.columns, names=["shard"] + names)
 
 

@@ -33,7 +33,7 @@ use rusqlite::{Connection, Error, Result};
 use atomic::{atomically, Lock};
 use settings::Settings;
 
-use crate::sqlite::scalars::{check_arity, describe, user_error, PURE};
+use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error, PURE};
 
 /// An error of a run, as the message the caller sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,15 +162,12 @@ pub fn register(db: &Connection) -> Result<()> {
         let bound = |i: usize| -> Result<Option<i64>> {
             match ctx.len() > i {
                 false => Ok(None),
-                true => match ctx.get_raw(i) {
-                    ValueRef::Null => Ok(None),
-                    ValueRef::Integer(v) => Ok(Some(v)),
-                    other => Err(user_error(
-                        "dedup_prepare",
-                        "rowid bounds must be integers or NULL",
-                        &describe(other),
-                    )),
-                },
+                true => int_arg(
+                    ctx,
+                    i,
+                    "dedup_prepare",
+                    "rowid bounds must be integers or NULL",
+                ),
             }
         };
         let (lo, hi) = (bound(1)?, bound(2)?);

@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
 use crate::core::arrow_columns::{encode, Column, Kind};
-use crate::sqlite::scalars::{check_arity, describe, user_error};
+use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error};
 
 /// The columns of `temp._dedup_rows` (sql/external/01_rows.sql), in order,
 /// with what each holds.
@@ -41,15 +41,7 @@ pub const ROW_COLUMNS: &[(&str, Kind)] = &[
 const FUNCTION: &str = "dedup_rows_arrow";
 
 fn bound(ctx: &Context<'_>, i: usize) -> Result<Option<i64>> {
-    match ctx.get_raw(i) {
-        ValueRef::Null => Ok(None),
-        ValueRef::Integer(v) => Ok(Some(v)),
-        other => Err(user_error(
-            FUNCTION,
-            "rid bounds must be integers or NULL",
-            &describe(other),
-        )),
-    }
+    int_arg(ctx, i, FUNCTION, "rid bounds must be integers or NULL")
 }
 
 /// The batch of rows with rid in [lo, hi).
