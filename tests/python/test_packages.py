@@ -14,6 +14,8 @@ import pytest
 
 import pipeline as P
 
+# One process runs this module whole under xdist (conftest.py).
+pytestmark = pytest.mark.xdist_group("packages")
 DIST = os.path.join(P.ROOT, "dist")
 PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
 

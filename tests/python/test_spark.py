@@ -20,6 +20,8 @@ import pytest
 
 import pipeline as P
 
+# One process runs this module whole under xdist (conftest.py).
+pytestmark = pytest.mark.xdist_group("spark")
 PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
 HAS_SPARK = subprocess.run([PYTHON, "-c", "import pyspark, pyarrow"], capture_output=True).returncode == 0 \
     and shutil.which("java") is not None
