@@ -10,9 +10,13 @@ with a word added: a near copy). The database with the batch is copied;
 one copy runs incrementally (the default), the other `{"full": true}`; each
 run in its own process (seconds of dedup_run, peak RSS). Both must leave
 the same table and archive. Also: the index's size on disk per kept page.
+With `--also OTHER` (another build of the extension, e.g. the last
+commit's), a third copy runs incrementally with that build, in the same
+pair, and must leave the same table and archive too: this build's time
+against that one's.
 
     cargo build --release --features loadable_extension
-    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh] [--repeat 3]
+    /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh] [--repeat 3] [--also /tmp/old/libdedup]
 """
 import argparse
 import hashlib
@@ -46,8 +50,8 @@ print(json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSA
 """
 
 
-def run(path, settings):
-    out = subprocess.run([sys.executable, "-c", RUN, path, EXTENSION, json.dumps(settings)],
+def run(path, settings, extension=EXTENSION):
+    out = subprocess.run([sys.executable, "-c", RUN, path, extension, json.dumps(settings)],
                          check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr)  # (DEDUP_TRACE=1: the extension's seconds per step)
     return json.loads(out.stdout)
@@ -94,6 +98,8 @@ def main():
     ap.add_argument("--mode", default="window", choices=["window", "lsh"], help="near_mode")
     ap.add_argument("--repeat", type=int, default=1,
                     help="pairs of runs per batch, each on fresh copies (this machine class is noisy)")
+    ap.add_argument("--also", help="another build of the extension (its path without .so): "
+                    "an incremental run with it too, on a third copy, in each pair")
     args = ap.parse_args()
     settings = {"near_mode": args.mode}
     shares = [float(x) for x in args.batches.split(",")]
@@ -142,7 +148,7 @@ def main():
             conn.execute(f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", row)
         conn.execute("COMMIT")
         conn.close()
-        ratios = []
+        ratios, against = [], []
         for rep in range(args.repeat):
             inc_path, full_path = path + ".inc.db", path + ".full.db"
             shutil.copy(path, inc_path)
@@ -154,11 +160,24 @@ def main():
             # machine's memory: without this, the incremental run's random
             # reads went to the disk while the full run read from the cache.)
             evict(base, path, inc_path, full_path)
+            if args.also:
+                # (The other build's copy is run first, from the same page
+                # cache; dropped before the full run's copy is read in.)
+                other_path = path + ".other.db"
+                shutil.copy(path, other_path)
+                evict(other_path)
+                warm(other_path)
+                other = run(other_path, settings, args.also)
+                evict(other_path)
             warm(inc_path, full_path)
             inc = run(inc_path, settings)
             full = run(full_path, dict(settings, full=True))
             assert inc["report"]["kind"] == "incremental", inc["report"]
             same = state(inc_path) == state(full_path)
+            if args.also:
+                same = same and state(other_path) == state(full_path)
+                os.remove(other_path)
+                against.append(inc["seconds"] / other["seconds"])
             removed = sum(inc["report"]["removed"].values())
             ratios.append(inc["seconds"] / full["seconds"])
             label = f"{share * 100:g}% of the kept table" if rep == 0 else f"(again, {rep + 1})"
@@ -168,11 +187,17 @@ def main():
             phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"
                                for k in inc["report"]["seconds"])
             lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | |")
+            if args.also:
+                lines.append(f"| | this build / `--also` build, incremental: {inc['seconds']:.2f} / "
+                             f"{other['seconds']:.2f} s = {against[-1]:.2f} | | | | | | |")
             os.remove(inc_path)
             os.remove(full_path)
         if len(ratios) > 1:
             lines.append(f"| {share * 100:g}%: median of {len(ratios)} pairs | | | | "
                          f"{statistics.median(ratios):.3f} | | | |")
+        if against:
+            lines.append(f"| {share * 100:g}%: this build / `--also` build, median of {len(against)} | | | | "
+                         f"{statistics.median(against):.2f} | | | |")
         os.remove(path)
     print("\n".join(lines))
 

@@ -31,12 +31,19 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
 
     // 1. Archive the removed rows whole (after the archive's last rowid:
-    //    the index finds this run's rows by it).
-    let archived_after: i64 = db.query_row(
-        "SELECT coalesce(max(rowid), 0) FROM main.dedup_removed",
-        [],
-        |r| r.get(0),
-    )?;
+    //    the index finds this run's rows by it, and its rewritten rows by
+    //    dedup_rewritten's).
+    let last_rowid = |t: &str| -> Result<i64, DedupError> {
+        Ok(db.query_row(
+            &format!("SELECT coalesce(max(rowid), 0) FROM main.{t}"),
+            [],
+            |r| r.get(0),
+        )?)
+    };
+    let written_after = super::index::WrittenAfter {
+        archive: last_rowid("dedup_removed")?,
+        rewritten: last_rowid("dedup_rewritten")?,
+    };
     let page_cols: Vec<String> = source
         .columns
         .iter()
@@ -180,7 +187,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          WHERE c.pages >= r.n_min OR c.domain IS NULL;"
     ))?;
     lap("apply: domains", &mut step);
-    super::index::write(db, &source, plan.run, archived_after, &plan.settings)?;
+    super::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
     lap("apply: index", &mut step);
     let mut report = Report::read(db, &plan)?;
     report

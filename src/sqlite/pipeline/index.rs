@@ -346,18 +346,28 @@ pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
     )?)
 }
 
+/// The last rowids of the archive and of `dedup_rewritten` before a run
+/// wrote to them: the run's own rows there are the ones after (found by a
+/// seek, not a scan of every run's rows).
+pub struct WrittenAfter {
+    /// `dedup_removed`'s last rowid.
+    pub archive: i64,
+    /// `dedup_rewritten`'s last rowid.
+    pub rewritten: i64,
+}
+
 /// After the run is applied: the index describes the table as it now is.
 /// A full run rewrites it whole; an incremental one only the rows that are
 /// dirty, rewritten, removed or gone. Runs that are always full (see
-/// [`why_full`]) keep no index. `archived_after`: the archive's last rowid
-/// before this run archived its rows.
+/// [`why_full`]) keep no index.
 pub fn write(
     db: &Connection,
     source: &Source,
     run: i64,
-    archived_after: i64,
+    after: &WrittenAfter,
     settings_json: &str,
 ) -> Result<(), DedupError> {
+    let archived_after = after.archive;
     let keep: bool = db.query_row("SELECT keep FROM temp._dedup_incremental", [], |r| r.get(0))?;
     if !keep {
         return forget(db);
@@ -366,6 +376,7 @@ pub fn write(
     let table = source.qualified();
     let rowid = source.rowid;
     let fp = fingerprint_of(source, "g");
+    let rewritten_after = after.rewritten;
     let mut step = std::time::Instant::now();
     super::index_bands::collect(db, incremental)?;
     let bands = super::index_bands::column(incremental, rowid);
@@ -375,7 +386,8 @@ pub fn write(
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_before;
          CREATE TEMP TABLE _dedup_before AS SELECT * FROM temp._dedup_prepared
-         WHERE source_rowid IN (SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = {run});
+         WHERE source_rowid IN (SELECT dedup_rowid FROM main.dedup_rewritten
+                                WHERE rowid > {rewritten_after} AND dedup_run = {run});
          DELETE FROM temp._dedup_prepared WHERE source_rowid IN (SELECT source_rowid FROM temp._dedup_before);
          DROP VIEW IF EXISTS temp._dedup_todo;
          CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source

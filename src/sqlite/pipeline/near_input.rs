@@ -1,5 +1,5 @@
-//! An incremental run's phase-4 input (window mode), built in one ordered
-//! pass over the last run's scan order (`main.dedup_index_order`).
+//! An incremental run's phase-4 input (window mode), read from the last
+//! run's scan order (`main.dedup_index_order`) by two seeks a key.
 //!
 //! The places where the order changed are the *keys* (`temp._dedup_keys`,
 //! from `sql/incremental/04_keys.sql`): the new rows' places and the places
@@ -22,8 +22,6 @@
 //! into `temp._dedup_near_input`. What it holds: a few words a row of the
 //! neighbourhoods, and the histograms of the rows not placeholders whose
 //! lengths let a pair through.
-
-use std::collections::VecDeque;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -176,10 +174,15 @@ pub(super) fn new_rows(db: &Connection) -> Result<Vec<NewRow>, DedupError> {
 /// The last run's entries within `d` of a key on either side (ghosts
 /// skipped and not counted; an entry at a key's own place belongs to
 /// neither side), each with its settled group (the ghosts before it), and
-/// the new rows, in scan order. One pass over the order: the entries not
-/// yet taken wait in a ring of the last `d`, taken when a key passes
-/// (then the new row at the key, if any, follows them); after a key, the
-/// next `d` are taken as they come.
+/// the new rows, in scan order (a new row before the last run's entries at
+/// its URL and rowid).
+///
+/// Read by seeks in the order's primary key, so that the pass costs what
+/// the keys cost, not what the order holds. The keys come in order, and so
+/// do their neighbourhoods: a key within the rows already taken needs no
+/// seek back (every row before it down to the previous neighbourhoods is
+/// taken), and its seek forward starts after the last row taken, for as
+/// many rows as its side still lacks.
 fn select_entries(
     db: &Connection,
     keys: &[Place],
@@ -187,79 +190,128 @@ fn select_entries(
     fresh: Vec<Entry>,
     d: usize,
 ) -> Result<Vec<Entry>, DedupError> {
-    let mut stmt = db.prepare(
-        "SELECT url, id, placeholder, tlen FROM main.dedup_index_order ORDER BY url, id, placeholder",
-    )?;
-    let mut order = stmt.query([])?;
-    let mut taken: Vec<Entry> = Vec::new();
+    const COLUMNS: &str = "SELECT url, id, placeholder, tlen FROM main.dedup_index_order";
+    let mut before = db.prepare(&format!(
+        "{COLUMNS} WHERE (url, id, placeholder) < (?1, ?2, ?3) ORDER BY url DESC, id DESC, placeholder DESC"
+    ))?;
+    let mut from = db.prepare(&format!(
+        "{COLUMNS} WHERE (url, id, placeholder) >= (?1, ?2, ?3) ORDER BY url, id, placeholder"
+    ))?;
+    let mut past = db.prepare(&format!(
+        "{COLUMNS} WHERE (url, id, placeholder) > (?1, ?2, ?3) ORDER BY url, id, placeholder"
+    ))?;
+    let ghost = |url: &str, id: i64| {
+        ghosts
+            .binary_search_by(|g| (g.0.as_str(), g.1).cmp(&(url, id)))
+            .is_ok()
+    };
+    // Up to `n` rows of the order that are not ghosts, from `at` on as
+    // `stmt` reads them; the row at `own`'s place, when it comes first, is
+    // passed over (not counted) and returned apart.
+    type Row = (Place, Option<i64>);
+    let read = |stmt: &mut rusqlite::Statement<'_>,
+                at: &Place,
+                n: usize,
+                own: Option<&Place>|
+     -> Result<(Vec<Row>, Option<Row>), DedupError> {
+        let (mut rows, mut passed) = (Vec::with_capacity(n), None);
+        let mut found = stmt.query(rusqlite::params![at.0, at.1, at.2])?;
+        while rows.len() < n {
+            let Some(r) = found.next()? else { break };
+            let url = order_url(r.get_ref(0)?)?;
+            let (id, placeholder, len): (i64, i64, Option<i64>) = (r.get(1)?, r.get(2)?, r.get(3)?);
+            if placeholder == 0 && ghost(url, id) {
+                continue;
+            }
+            let place = (url.to_owned(), id, placeholder);
+            if rows.is_empty() && passed.is_none() && own == Some(&place) {
+                passed = Some((place, len));
+                continue;
+            }
+            rows.push((place, len));
+        }
+        Ok((rows, passed))
+    };
+    // The rows taken, in order; rows at or before the last one taken when
+    // they come (only a row a key passed over can be one not yet taken).
+    let mut taken: Vec<Row> = Vec::new();
+    let mut late: Vec<Row> = Vec::new();
+    let mut passed_over = false;
+    let mut take = |row: Row, taken: &mut Vec<Row>| match taken.last() {
+        Some((last, _)) if row.0 <= *last => {
+            if taken.binary_search_by(|(p, _)| p.cmp(&row.0)).is_err() {
+                late.push(row);
+            }
+        }
+        _ => taken.push(row),
+    };
+    for key in keys {
+        let within = taken
+            .last()
+            .filter(|(last, _)| key <= last)
+            .map(|(p, _)| p.clone());
+        match within {
+            Some(last) if !passed_over => {
+                // Every row from before the key's side up to `last` is
+                // taken: the side after it lacks what [key, last] holds.
+                let start = taken.partition_point(|(p, _)| p < key);
+                let own = usize::from(taken[start].0 == *key);
+                let have = taken.len() - start - own;
+                if have < d {
+                    let (rows, _) = read(&mut past, &last, d - have, None)?;
+                    for row in rows {
+                        take(row, &mut taken);
+                    }
+                }
+            }
+            _ => {
+                let (mut rows, _) = read(&mut before, key, d, None)?;
+                rows.reverse();
+                let (after, passed) = read(&mut from, key, d, Some(key))?;
+                passed_over |= passed.is_some();
+                for row in rows.into_iter().chain(after) {
+                    take(row, &mut taken);
+                }
+            }
+        }
+    }
+    if !late.is_empty() {
+        taken.extend(late);
+        taken.sort_by(|a, b| a.0.cmp(&b.0));
+        taken.dedup_by(|a, b| a.0 == b.0);
+    }
+    let mut out = Vec::with_capacity(taken.len() + fresh.len());
     let mut fresh = fresh.into_iter().peekable();
-    // (A key passes: the ring's entries, then the new rows up to it.)
-    let pass = |key: &Place,
-                ring: &mut VecDeque<(usize, Entry)>,
-                fresh: &mut std::iter::Peekable<std::vec::IntoIter<Entry>>,
-                taken: &mut Vec<Entry>| {
-        taken.extend(ring.drain(..).map(|(_, e)| e));
+    for ((url, id, placeholder), len) in taken {
         while let Some(n) =
-            fresh.next_if(|n| (n.new_url.as_deref().unwrap_or(""), n.id) <= (key.0.as_str(), key.1))
+            fresh.next_if(|n| (n.new_url.as_deref().unwrap_or(""), n.id) <= (url.as_str(), id))
         {
-            taken.push(n);
+            out.push(n);
         }
-    };
-    let old = |id: i64, placeholder: i64, settled: Option<i64>, len: Option<i64>| Entry {
-        id,
-        placeholder: placeholder != 0,
-        settled,
-        new_url: None,
-        len: len.map(|l| l.max(0) as usize),
-        histogram: None,
-    };
-    let mut ring: VecDeque<(usize, Entry)> = VecDeque::with_capacity(d + 1);
-    let (mut ordinal, mut until, mut k, mut g) = (0usize, 0usize, 0usize, 0usize);
-    while let Some(r) = order.next()? {
-        let url = match r.get_ref(0)? {
-            ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| {
-                DedupError::new("dedup: dedup_index_order holds a URL that is not UTF-8")
-            })?,
-            _ => return Err(DedupError::new(
-                "dedup: dedup_index_order holds a URL that is not text; run with {\"full\": true}",
-            )),
-        };
-        let (id, placeholder, len): (i64, i64, Option<i64>) = (r.get(1)?, r.get(2)?, r.get(3)?);
-        while g < ghosts.len() && (ghosts[g].0.as_str(), ghosts[g].1) < (url, id) {
-            g += 1;
-        }
-        if placeholder == 0 && g < ghosts.len() && (ghosts[g].0.as_str(), ghosts[g].1) == (url, id)
-        {
-            continue;
-        }
-        let settled = (placeholder == 0).then_some(g as i64);
-        let here = (url, id, placeholder);
-        let mut after_key = until;
-        while k < keys.len() && (keys[k].0.as_str(), keys[k].1, keys[k].2) <= here {
-            pass(&keys[k], &mut ring, &mut fresh, &mut taken);
-            if (keys[k].0.as_str(), keys[k].1, keys[k].2) == here {
-                after_key = after_key.max(ordinal + d + 1);
-            } else {
-                until = until.max(ordinal + d);
-            }
-            k += 1;
-        }
-        if ordinal < until {
-            taken.push(old(id, placeholder, settled, len));
-        } else {
-            ring.push_back((ordinal, old(id, placeholder, settled, len)));
-            while ring.front().is_some_and(|(o, _)| o + d <= ordinal) {
-                ring.pop_front();
-            }
-        }
-        until = until.max(after_key);
-        ordinal += 1;
+        let settled = (placeholder == 0)
+            .then(|| ghosts.partition_point(|g| (g.0.as_str(), g.1) < (url.as_str(), id)) as i64);
+        out.push(Entry {
+            id,
+            placeholder: placeholder != 0,
+            settled,
+            new_url: None,
+            len: len.map(|l| l.max(0) as usize),
+            histogram: None,
+        });
     }
-    for key in &keys[k..] {
-        pass(key, &mut ring, &mut fresh, &mut taken);
+    out.extend(fresh);
+    Ok(out)
+}
+
+/// A URL of the order as text (the order holds only UTF-8 text).
+fn order_url(v: ValueRef<'_>) -> Result<&str, DedupError> {
+    match v {
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .map_err(|_| DedupError::new("dedup: dedup_index_order holds a URL that is not UTF-8")),
+        _ => Err(DedupError::new(
+            "dedup: dedup_index_order holds a URL that is not text; run with {\"full\": true}",
+        )),
     }
-    taken.extend(fresh);
-    Ok(taken)
 }
 
 /// The `wanted` settled rows' lengths and histograms, from the index
