@@ -13,7 +13,8 @@ the same table and archive. Also: the index's size on disk per kept page.
 With `--also OTHER` (another build of the extension, e.g. the last
 commit's), a third copy runs incrementally with that build, in the same
 pair, and must leave the same table and archive too: this build's time
-against that one's.
+against that one's. Disk: the corpus, the kept table, the batch and three
+copies of it (two without `--also`); at 1M pages each is 7.4 GB.
 
     cargo build --release --features loadable_extension
     /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh] [--repeat 3] [--also /tmp/old/libdedup]
