@@ -1,5 +1,6 @@
 //! An incremental run's phase-4 input (window mode), read from the last
-//! run's scan order (`main.dedup_index_order`) by two seeks a key.
+//! run's scan order (`main.dedup_index_order`) by seeks, in order of the
+//! places where it changed.
 //!
 //! The places where the order changed are the *keys* (`temp._dedup_keys`,
 //! from `sql/incremental/04_keys.sql`): the new rows' places and the places
@@ -207,14 +208,14 @@ fn select_entries(
     };
     // Up to `n` rows of the order that are not ghosts, from `at` on as
     // `stmt` reads them; the row at `own`'s place, when it comes first, is
-    // passed over (not counted) and returned apart.
+    // passed over (not counted; the flag says so).
     type Row = (Place, Option<i64>);
     let read = |stmt: &mut rusqlite::Statement<'_>,
                 at: &Place,
                 n: usize,
                 own: Option<&Place>|
-     -> Result<(Vec<Row>, Option<Row>), DedupError> {
-        let (mut rows, mut passed) = (Vec::with_capacity(n), None);
+     -> Result<(Vec<Row>, bool), DedupError> {
+        let (mut rows, mut passed) = (Vec::with_capacity(n), false);
         let mut found = stmt.query(rusqlite::params![at.0, at.1, at.2])?;
         while rows.len() < n {
             let Some(r) = found.next()? else { break };
@@ -224,8 +225,8 @@ fn select_entries(
                 continue;
             }
             let place = (url.to_owned(), id, placeholder);
-            if rows.is_empty() && passed.is_none() && own == Some(&place) {
-                passed = Some((place, len));
+            if rows.is_empty() && !passed && own == Some(&place) {
+                passed = true;
                 continue;
             }
             rows.push((place, len));
@@ -268,7 +269,7 @@ fn select_entries(
                 let (mut rows, _) = read(&mut before, key, d, None)?;
                 rows.reverse();
                 let (after, passed) = read(&mut from, key, d, Some(key))?;
-                passed_over |= passed.is_some();
+                passed_over |= passed;
                 for row in rows.into_iter().chain(after) {
                     take(row, &mut taken);
                 }
