@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import sqlite3
+import struct
 
 import pytest
 
@@ -32,11 +33,24 @@ def report(conn, settings):
     return json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
 
 
+def unpack(blob):
+    """The (band, key) pairs of a packed blob: 12 little-endian bytes each,
+    the band in 4 (unsigned), the key in 8 (signed)."""
+    return {struct.unpack("<Iq", blob[i:i + 12]) for i in range(0, len(blob or b""), 12)}
+
+
 def index_band_keys(conn, settings):
-    """dedup_index_bands, and the band keys of every page with a text
-    computed from the table with the public functions (none in window
-    mode)."""
-    got = sorted(conn.execute("SELECT band, key, rid FROM dedup_index_bands"))
+    """The entries of dedup_index_bands that count (their row in dedup_index
+    holds their key), and the band keys of every page with a text computed
+    from the table with the public functions (none in window mode). Every
+    other entry must be one of a row listed in dedup_index_bands_left."""
+    held = {rid: unpack(blob) for rid, blob in conn.execute("SELECT rid, bands FROM dedup_index")}
+    entries = conn.execute("SELECT band, key, rid FROM dedup_index_bands").fetchall()
+    got = sorted(e for e in entries if (e[0], e[1]) in held.get(e[2], ()))
+    listed = {(band, key, rid) for rid, blob in conn.execute("SELECT rid, bands FROM dedup_index_bands_left")
+              for band, key in unpack(blob)}
+    stale = set(entries) - set(got)
+    assert stale <= listed, sorted(stale - listed)[:5]
     if settings.get("near_mode") != "lsh":
         return got, []
     want = sorted(conn.execute(
@@ -222,6 +236,85 @@ def test_rows_that_come_closer_when_a_kept_row_leaves_are_compared(tmp_path, how
     assert table_state(conn) == table_state(full)
 
 
+def test_band_keys_of_rows_that_left_count_for_nothing_until_swept(tmp_path):
+    """lsh mode: a row that leaves keeps its entries in dedup_index_bands,
+    listed in dedup_index_bands_left, until the rows listed are an eighth of
+    the kept rows; meanwhile a rowid reused by a new page (a near copy of a
+    kept one) finds and is found by its own keys only. After each batch the
+    table equals a full run's, and then the sweep leaves exactly the kept
+    rows' keys."""
+    db = str(tmp_path / "bands.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)",
+                     [(f"https://a.example/p{i:02d}", own_text(i), "2026-01-01") for i in range(40)])
+    settings = {"near_mode": "lsh"}
+    assert report(conn, settings).get("removed") == {}
+
+    def run_and_compare(step):
+        nonlocal conn
+        conn.close()
+        shutil.copy(db, db + ".full")
+        full = P.connect(db + ".full")
+        report(full, dict(settings, full=True))
+        conn = P.connect(db)
+        got = report(conn, settings)
+        assert got["kind"] == "incremental", got
+        assert table_state(conn) == table_state(full), step
+        keys, want = index_band_keys(conn, settings)
+        assert keys == want, step
+        full.close()
+        return conn.execute("SELECT count(*) FROM dedup_index_bands").fetchone()[0] - len(want)
+
+    conn.execute("DELETE FROM pages WHERE rowid IN (3, 4, 40)")
+    assert run_and_compare("three deleted") > 0  # their entries stay, not counted
+    assert conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0] == 3
+    # Rowid 40 again, a near copy of p05 (rowid 6; a word added): one of them goes.
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (40, 'https://b.example/copy', ?, '2026-02-01')",
+                 (own_text(5) + " again",))
+    run_and_compare("rowid 40 reused")
+    pair = conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_run = 3").fetchall()
+    assert len(pair) == 1 and set(pair[0]) == {6, 40}, pair
+    assert conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0] == 4
+    # Rowid 6 again, a page of its own, kept: its keys count, its old ones do not.
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (6, 'https://b.example/own', ?, '2026-02-02')",
+                 (own_text(77),))
+    run_and_compare("rowid 6 reused and kept")
+    assert conn.execute("SELECT url FROM pages WHERE rowid = 6").fetchone()[0] == "https://b.example/own"
+    assert conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0] == 4  # 4 * 8 <= 38 kept
+    conn.execute("DELETE FROM pages WHERE rowid IN (10, 11)")  # now more than an eighth
+    assert run_and_compare("swept") == 0
+    assert conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0] == 0
+
+
+def test_a_band_key_of_a_row_that_left_makes_no_pair_with_its_reused_rowid(tmp_path):
+    """Rowid 40 leaves (its entries stay), comes back with another text, and
+    then a new page has rowid 40's old text: the page shares keys with the
+    old entries only, so no pair; a full run compares nothing either. (The
+    two texts are 0.41 alike: at threshold 0.35 a pair would remove one.)"""
+    db = str(tmp_path / "reused.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)",
+                     [(f"https://a.example/p{i:02d}", own_text(i), "2026-01-01") for i in range(40)])
+    settings = {"near_mode": "lsh", "threshold": 0.35}
+    assert conn.execute("SELECT lev_ratio(?, ?)", (own_text(39), own_text(77))).fetchone()[0] > 0.35
+    assert report(conn, settings).get("removed") == {}
+    for change in ("DELETE FROM pages WHERE rowid = 40",
+                   f"INSERT INTO pages (rowid, url, parsed, crawled) VALUES (40, 'https://b.example/own', '{own_text(77)}', '2026-02-01')",
+                   f"INSERT INTO pages (url, parsed, crawled) VALUES ('https://c.example/old-text', '{own_text(39)}', '2026-03-01')"):
+        conn.execute(change)
+        conn.close()
+        shutil.copy(db, db + ".full")
+        full = P.connect(db + ".full")
+        expected = report(full, dict(settings, full=True))
+        conn = P.connect(db)
+        got = report(conn, settings)
+        assert got["kind"] == "incremental" and got["removed"] == expected["removed"] == {}, (change, got)
+        assert table_state(conn) == table_state(full), change
+        full.close()
+
+
 def test_a_placeholder_keeps_the_slot_its_row_had(tmp_path):
     """Two pages kept apart share a canonical URL (their `id` differs, their
     texts too); run 1 removes the one with the lower rowid in phase 4, for
@@ -293,7 +386,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "6 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "7 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")

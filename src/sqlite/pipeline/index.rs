@@ -4,7 +4,8 @@
 //! content hash, the election's keys) and the canonical URL that placed it
 //! in phase 4's scan order; `dedup_index_order` keeps that order (the kept
 //! rows and the placeholders, by `(url, id, placeholder)`);
-//! `dedup_index_bands` the kept rows' band keys in lsh mode
+//! `dedup_index_bands` the kept rows' band keys in lsh mode, and entries of
+//! rows that left it not yet deleted, listed in `dedup_index_bands_left`
 //! ([`super::index_bands`]);
 //! `dedup_index_state` the run that wrote it, its settings and the index's
 //! version.
@@ -49,7 +50,7 @@ use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "6";
+pub const FORMAT: &str = "7";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -174,8 +175,9 @@ fn why_full(
     if state("version")? != Some(version()) {
         return Ok(Some("the index is from another version".into()));
     }
-    // (Format 6's table: after the version, which an older index fails.)
-    if !exists("dedup_index_bands")? {
+    // (Formats 6 and 7's tables: after the version, which an older index
+    // fails.)
+    if !exists("dedup_index_bands")? || !exists("dedup_index_bands_left")? {
         return Ok(Some(
             "no index yet (the first run, or a restore since the last)".into(),
         ));
@@ -573,6 +575,7 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
         "dedup_index",
         "dedup_index_order",
         "dedup_index_bands",
+        "dedup_index_bands_left",
         "dedup_index_state",
     ] {
         if super::schema::object_type(db, name)?.as_deref() == Some("table") {

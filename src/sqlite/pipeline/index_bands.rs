@@ -4,14 +4,22 @@
 //! their texts (`src/sqlite/pipeline/lsh_input.rs`, `sql/04b_near_dups.sql`).
 //!
 //! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
-//! `dedup_index.bands` the same keys of the row packed ([`PackKeys`]), so
-//! that the entries of a row that leaves (deleted or edited by the user,
-//! removed now) are deleted without its text. The keys come from phase 4's
-//! `temp._dedup_lsh_bands` (window mode: none).
+//! `dedup_index.bands` the same keys of the row packed ([`PackKeys`]). The
+//! keys come from phase 4's `temp._dedup_lsh_bands` (window mode: none).
+//!
+//! The entries of a row that leaves (deleted or edited by the user,
+//! removed now) are not deleted at once: each lands on another page of a
+//! b-tree of 32 entries a kept row, and deleting them cost an incremental
+//! run at 1M pages about a sixth of its time. Its packed keys go to
+//! `main.dedup_index_bands_left`, and an entry counts only while
+//! `dedup_index` holds its row with its key ([`holds`]: a rowid the table
+//! reuses, or a row edited, has other keys). Once the rows left number an
+//! eighth of the kept rows, a run deletes their entries together, in the
+//! b-tree's order (many share a page by then), but those a row holds again.
 
 use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::DedupError;
 
@@ -62,6 +70,30 @@ fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
     })
 }
 
+/// Whether the packed keys `blob` hold `(band, key)` ([`PackKeys`] sorted
+/// them: a binary search).
+pub fn holds(blob: &[u8], band: i64, key: i64) -> bool {
+    let (Ok(band), n) = (u32::try_from(band), blob.len() / 12) else {
+        return false;
+    };
+    let at = |i: usize| {
+        let c = &blob[i * 12..i * 12 + 12];
+        let b = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+        let k = i64::from_le_bytes(c[4..].try_into().expect("8 bytes"));
+        (b, k)
+    };
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match at(mid).cmp(&(band, key)) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
 /// Registers `dedup_pack_keys(band, key)`.
 pub fn register(db: &Connection) -> rusqlite::Result<()> {
     db.create_aggregate_function(
@@ -108,30 +140,36 @@ pub fn column(incremental: bool, rowid: &str) -> String {
 
 /// Brings `main.dedup_index_bands` up to date, before `dedup_index` is
 /// (an incremental run reads there the keys of the rows that leave): a
-/// full run writes it whole; an incremental run deletes the entries of the
-/// rows gone or removed now, then adds those of the new rows it keeps.
+/// full run writes it whole; an incremental run lists the rows gone or
+/// removed now in `dedup_index_bands_left` (and deletes the entries of all
+/// the rows listed once they are many), then adds those of the new rows it
+/// keeps.
 pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
+    let mut step = std::time::Instant::now();
     if incremental {
-        let leaving: Vec<(i64, Vec<u8>)> = db
-            .prepare(
-                "SELECT rid, bands FROM main.dedup_index
-                 WHERE bands IS NOT NULL
-                   AND (rid IN (SELECT rid FROM temp._dedup_gone)
-                        OR rid IN (SELECT source_rowid FROM temp._dedup_removal))",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut delete = db.prepare(
-            "DELETE FROM main.dedup_index_bands WHERE band = ?1 AND key = ?2 AND rid = ?3",
+        db.execute_batch(
+            "INSERT INTO main.dedup_index_bands_left (rid, bands)
+             SELECT rid, bands FROM main.dedup_index
+             WHERE bands IS NOT NULL
+               AND (rid IN (SELECT rid FROM temp._dedup_gone)
+                    OR rid IN (SELECT source_rowid FROM temp._dedup_removal));",
         )?;
-        for (rid, blob) in &leaving {
-            for (band, key) in unpack(blob) {
-                delete.execute([band, key, *rid])?;
-            }
+        let (left, kept): (i64, i64) = db.query_row(
+            "SELECT (SELECT count(*) FROM main.dedup_index_bands_left),
+                    (SELECT count(*) FROM main.dedup_index)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if left * 8 > kept {
+            sweep(db)?;
         }
     } else {
-        db.execute_batch("DELETE FROM main.dedup_index_bands;")?;
+        db.execute_batch(
+            "DELETE FROM main.dedup_index_bands;
+             DELETE FROM main.dedup_index_bands_left;",
+        )?;
     }
+    super::plan::lap("index: band keys of the rows that left", &mut step);
     // (Sorted: appended in the b-tree's order.)
     db.execute_batch(
         "INSERT OR IGNORE INTO main.dedup_index_bands
@@ -139,6 +177,42 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
          WHERE id IN (SELECT rid FROM temp._dedup_band_blobs)
          ORDER BY 1, 2, 3;",
     )?;
+    Ok(())
+}
+
+/// Deletes the entries of the rows listed in `dedup_index_bands_left`, in
+/// the b-tree's order, but those a row of the index holds now (a reused
+/// rowid, a row that came back with the same key; the new rows of this run
+/// are added after), and empties the list.
+fn sweep(db: &Connection) -> Result<(), DedupError> {
+    let mut entries: Vec<(i64, i64, i64)> = Vec::new();
+    {
+        let mut stmt = db.prepare("SELECT rid, bands FROM main.dedup_index_bands_left")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let rid: i64 = r.get(0)?;
+            if let ValueRef::Blob(blob) = r.get_ref(1)? {
+                entries.extend(unpack(blob).map(|(band, key)| (band, key, rid)));
+            }
+        }
+    }
+    entries.sort_unstable();
+    entries.dedup();
+    let mut now = db.prepare(
+        "SELECT bands FROM main.dedup_index WHERE rid = ?1
+           AND rid NOT IN (SELECT rid FROM temp._dedup_gone)
+           AND rid NOT IN (SELECT source_rowid FROM temp._dedup_removal)",
+    )?;
+    let mut delete =
+        db.prepare("DELETE FROM main.dedup_index_bands WHERE band = ?1 AND key = ?2 AND rid = ?3")?;
+    for (band, key, rid) in entries {
+        let held: Option<Option<Vec<u8>>> = now.query_row([rid], |r| r.get(0)).optional()?;
+        if held.flatten().is_some_and(|blob| holds(&blob, band, key)) {
+            continue;
+        }
+        delete.execute([band, key, rid])?;
+    }
+    db.execute_batch("DELETE FROM main.dedup_index_bands_left;")?;
     Ok(())
 }
 
@@ -167,5 +241,26 @@ mod tests {
             .query_row("SELECT dedup_pack_keys(0, 1) WHERE 0", [], |r| r.get(0))
             .unwrap();
         assert_eq!(none, None);
+    }
+
+    #[test]
+    fn holds_finds_exactly_the_packed_keys() {
+        let db = Connection::open_in_memory().unwrap();
+        register(&db).unwrap();
+        let blob: Vec<u8> = db
+            .query_row(
+                "SELECT dedup_pack_keys(b, k) FROM (SELECT 3 AS b, 7 AS k UNION ALL SELECT 0, -2
+                 UNION ALL SELECT 3, -9 UNION ALL SELECT 1, 0 UNION ALL SELECT 4294967295, 5)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        for (band, key) in [(3, 7), (0, -2), (3, -9), (1, 0), (4294967295, 5)] {
+            assert!(holds(&blob, band, key), "{band} {key}");
+        }
+        for (band, key) in [(3, 8), (0, 2), (2, 0), (-1, 5), (4294967296, 5), (9, 9)] {
+            assert!(!holds(&blob, band, key), "{band} {key}");
+        }
+        assert!(!holds(&[], 0, 0));
     }
 }

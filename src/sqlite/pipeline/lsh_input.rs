@@ -1,6 +1,8 @@
 //! An incremental run's phase-4 input in lsh mode: the new rows, and the
 //! last run's kept rows that share a band key with one of them
-//! (`main.dedup_index_bands`) and that the exact bounds let near one of
+//! (`main.dedup_index_bands`, less the entries of rows that left it, which
+//! their rows in `main.dedup_index` no longer hold) and that the exact
+//! bounds let near one of
 //! those (their lengths and histograms from `main.dedup_index`:
 //! [`crate::core::lsh_prune`]). The new rows' band keys are in
 //! `temp._dedup_lsh_new` already (`sql/incremental/04_lsh_keys.sql`).
@@ -27,6 +29,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
+use super::index_bands::holds;
 use super::near_input::new_rows;
 use super::plan::lap;
 use super::DedupError;
@@ -111,7 +114,20 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
         &format!("lsh_input: {} kept rows share a key", rids.len()),
         &mut step,
     );
-    let (kept, profiles) = kept_rows(db, &rids)?;
+    // (The keys each of those rows was found under, to check them.)
+    let mut found_under: Vec<Vec<usize>> = vec![Vec::new(); rids.len()];
+    for (j, holders) in shared.iter().enumerate() {
+        for &at in &holders.kept {
+            found_under[at].push(j);
+        }
+    }
+    let (kept, profiles, stale) = kept_rows(db, &rids, &keys, &found_under)?;
+    drop(found_under);
+    if !stale.is_empty() {
+        for (j, holders) in shared.iter_mut().enumerate() {
+            holders.kept.retain(|&at| !stale.contains(&(j, at)));
+        }
+    }
     lap("lsh_input: kept rows' lengths and histograms", &mut step);
     let fresh_rows: Vec<PruneRow> = fresh
         .iter_mut()
@@ -140,14 +156,23 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     Ok(())
 }
 
+/// What [`kept_rows`] reads: each row's place and profile, and the
+/// entries found that are stale, as (key, row) indexes.
+type KeptRows = (Vec<Option<Kept>>, Vec<PruneRow>, HashSet<(usize, usize)>);
+
 /// The kept rows `rids` as the index holds them (looked up in rowid
 /// order), each with its length and histogram for the bounds. A row the
 /// index gives no place in the scan order is not one of the scan's rows
 /// (`None`); a row without a length or histogram may be near anything.
+/// An entry of `dedup_index_bands` whose row does not hold its key (the
+/// row left and its rowid was reused: [`super::index_bands`]) is stale:
+/// row `i` was found under the keys `found_under[i]`.
 fn kept_rows(
     db: &Connection,
     rids: &[i64],
-) -> Result<(Vec<Option<Kept>>, Vec<PruneRow>), DedupError> {
+    keys: &[(i64, i64)],
+    found_under: &[Vec<usize>],
+) -> Result<KeptRows, DedupError> {
     let mut order: Vec<usize> = (0..rids.len()).collect();
     order.sort_unstable_by_key(|&i| rids[i]);
     let mut kept: Vec<Option<Kept>> = (0..rids.len()).map(|_| None).collect();
@@ -159,10 +184,24 @@ fn kept_rows(
             histogram: None,
         })
         .collect();
-    let mut stmt = db.prepare("SELECT pos_url, tlen, hist FROM main.dedup_index WHERE rid = ?1")?;
+    let mut stale = HashSet::new();
+    let mut stmt =
+        db.prepare("SELECT pos_url, tlen, hist, bands FROM main.dedup_index WHERE rid = ?1")?;
     for i in order {
         let mut found = stmt.query([rids[i]])?;
-        let Some(r) = found.next()? else { continue };
+        let Some(r) = found.next()? else {
+            stale.extend(found_under[i].iter().map(|&j| (j, i)));
+            continue;
+        };
+        let blob = match r.get_ref(3)? {
+            ValueRef::Blob(b) => b,
+            _ => &[],
+        };
+        for &j in &found_under[i] {
+            if !holds(blob, keys[j].0, keys[j].1) {
+                stale.insert((j, i));
+            }
+        }
         let Some(url) = r.get::<_, Option<String>>(0)? else {
             continue;
         };
@@ -179,7 +218,7 @@ fn kept_rows(
             tlen,
         });
     }
-    Ok((kept, profiles))
+    Ok((kept, profiles, stale))
 }
 
 /// Writes the new rows and the needed kept rows in scan order (URL, then

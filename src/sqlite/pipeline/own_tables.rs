@@ -1,6 +1,7 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
 //! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
-//! `dedup_index_order`, `dedup_index_bands`, `dedup_index_state`, `dedup_changes`,
+//! `dedup_index_order`, `dedup_index_bands`, `dedup_index_bands_left`,
+//! `dedup_index_state`, `dedup_changes`,
 //! `dedup_domains`, `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
@@ -16,7 +17,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 11] = [
+pub const OWN: [(&str, &str); 12] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -54,6 +55,12 @@ pub const OWN: [(&str, &str); 11] = [
     (
         "dedup_index_bands",
         "CREATE TABLE main.dedup_index_bands (band INTEGER NOT NULL, key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (band, key, rid)) WITHOUT ROWID",
+    ),
+    // lsh mode: the packed band keys of rows that left the index and whose
+    // entries in dedup_index_bands are not deleted yet (super::index_bands).
+    (
+        "dedup_index_bands_left",
+        "CREATE TABLE main.dedup_index_bands_left (rid INTEGER NOT NULL, bands BLOB NOT NULL)",
     ),
     (
         "dedup_index_state",
