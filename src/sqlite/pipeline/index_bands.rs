@@ -63,11 +63,17 @@ impl Aggregate<Vec<(u32, i64)>, Option<Vec<u8>>> for PackKeys {
     }
 }
 
+/// One packed (band, key) pair: 12 bytes, as [`PackKeys`] wrote it.
+fn pair(c: &[u8]) -> (u32, i64) {
+    let band = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+    let key = i64::from_le_bytes(c[4..12].try_into().expect("8 bytes"));
+    (band, key)
+}
+
 /// The (band, key) pairs [`PackKeys`] packed.
 fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
     blob.chunks_exact(12).map(|c| {
-        let band = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
-        let key = i64::from_le_bytes(c[4..].try_into().expect("8 bytes"));
+        let (band, key) = pair(c);
         (i64::from(band), key)
     })
 }
@@ -78,16 +84,10 @@ pub fn holds(blob: &[u8], band: i64, key: i64) -> bool {
     let (Ok(band), n) = (u32::try_from(band), blob.len() / 12) else {
         return false;
     };
-    let at = |i: usize| {
-        let c = &blob[i * 12..i * 12 + 12];
-        let b = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
-        let k = i64::from_le_bytes(c[4..].try_into().expect("8 bytes"));
-        (b, k)
-    };
     let (mut lo, mut hi) = (0, n);
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match at(mid).cmp(&(band, key)) {
+        match pair(&blob[mid * 12..mid * 12 + 12]).cmp(&(band, key)) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return true,
