@@ -5,11 +5,11 @@
 
 use rusqlite::{params, Connection, ErrorCode};
 
-use super::plan::lap;
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
 use super::rewrites::REWRITES;
 use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
+use super::trace::lap;
 use super::{fail, DedupError};
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
@@ -24,7 +24,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let table = source.qualified();
     super::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
-    super::plan::lap("apply: checks", &mut step);
+    super::trace::lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
     super::changes::untrack(db)?;
     let removals: i64 =

@@ -147,7 +147,7 @@ fn in_transaction<T>(
             };
             let mut step = std::time::Instant::now();
             let ended = db.execute_batch(&end);
-            super::plan::lap("commit", &mut step);
+            super::trace::lap("commit", &mut step);
             match ended {
                 Ok(()) => Ok(value),
                 Err(e) => Err(undone(

@@ -115,7 +115,7 @@ pub fn track(db: &Connection, source: &Source, written: &str) -> Result<(), Dedu
 /// transaction, after its own schema changes.
 pub fn seal(db: &Connection) -> Result<(), DedupError> {
     if schema::object_type(db, "dedup_index_state")?.as_deref() == Some("table")
-        && super::index::state_value(db, "tracked")?.is_some()
+        && super::index_state::state_value(db, "tracked")?.is_some()
     {
         db.execute(
             "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('cookie', ?1)",
@@ -179,7 +179,7 @@ pub fn untrusted(db: &Connection, source: &Source) -> Result<Option<String>, Ded
     if schema::object_type(db, "dedup_changes")?.as_deref() != Some("table") {
         return Ok(Some("no change log".into()));
     }
-    let state = |key: &str| super::index::state_value(db, key);
+    let state = |key: &str| super::index_state::state_value(db, key);
     let now = stored(db)?;
     let Some(tracked) = state("tracked")? else {
         return Ok(Some("no change log".into()));

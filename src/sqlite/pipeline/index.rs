@@ -38,13 +38,14 @@
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
+use super::index_state::state_value;
 use super::own_tables::{DOMAIN_KEY, INDEX_KEYS};
-use super::plan::lap;
 use super::schema::Source;
 use super::scripts;
 use super::settings::Settings;
+use super::trace::lap;
 use super::DedupError;
 use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
@@ -128,18 +129,6 @@ fn always_full(s: &Settings) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// The value of `key` in `dedup_index_state`, as text (`None` when absent).
-pub fn state_value(db: &Connection, key: &str) -> Result<Option<String>, DedupError> {
-    Ok(db
-        .query_row(
-            "SELECT CAST(value AS TEXT) FROM main.dedup_index_state WHERE key = ?1",
-            [key],
-            |r| r.get(0),
-        )
-        .optional()?
-        .flatten())
 }
 
 /// Why this run must be full, or `None` when it can be incremental.

@@ -175,7 +175,7 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
              DELETE FROM main.dedup_index_bands_left;",
         )?;
     }
-    super::plan::lap("index: band keys of the rows that left", &mut step);
+    super::trace::lap("index: band keys of the rows that left", &mut step);
     // (Sorted: appended in the b-tree's order.)
     db.execute_batch(
         "INSERT OR IGNORE INTO main.dedup_index_bands

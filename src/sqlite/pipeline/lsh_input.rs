@@ -31,7 +31,7 @@ use rusqlite::Connection;
 
 use super::index_bands::holds;
 use super::near_input::new_rows;
-use super::plan::lap;
+use super::trace::lap;
 use super::DedupError;
 use crate::core::lsh_prune::{kept_rows_needed, SharedKey};
 use crate::core::similarity::CharHistogram;

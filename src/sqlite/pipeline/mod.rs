@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod changes;
 pub mod index;
 pub mod index_bands;
+pub mod index_state;
 pub mod json;
 pub mod lsh_input;
 pub mod near_input;
@@ -23,6 +24,7 @@ pub mod scripts;
 pub mod settings;
 pub mod shown;
 pub mod snapshot;
+mod trace;
 
 use std::fmt;
 

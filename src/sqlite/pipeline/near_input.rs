@@ -27,7 +27,7 @@
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::plan::lap;
+use super::trace::lap;
 use super::DedupError;
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::{histograms_wanted, needed, PruneRow};

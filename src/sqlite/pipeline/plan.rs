@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::schema::{self, quote_ident, Source};
 use super::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
 use super::settings::{self, Phases, Settings};
+use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
@@ -250,28 +251,6 @@ fn run_script(db: &Connection, sql: &str) -> rusqlite::Result<()> {
         );
     }
     Ok(())
-}
-
-/// With `DEDUP_TRACE` set in the environment, each step's seconds are
-/// printed to standard error as it ends (`TRACE <step> <seconds>`: what
-/// the benchmarks' profiles read; the report keeps seconds per phase).
-struct Trace(String, std::time::Instant);
-
-/// With `DEDUP_TRACE` set, prints `TRACE <label> <seconds since *since>`
-/// and restarts the clock (a step of a longer function).
-pub(super) fn lap(label: &str, since: &mut std::time::Instant) {
-    if std::env::var("DEDUP_TRACE").is_ok() {
-        eprintln!("TRACE {label} {:.3}", since.elapsed().as_secs_f64());
-        *since = std::time::Instant::now();
-    }
-}
-
-impl Drop for Trace {
-    fn drop(&mut self) {
-        if std::env::var("DEDUP_TRACE").is_ok() {
-            eprintln!("TRACE {} {:.3}", self.0, self.1.elapsed().as_secs_f64());
-        }
-    }
 }
 
 impl Planned {
