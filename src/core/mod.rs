@@ -11,6 +11,7 @@ pub mod html;
 pub mod lcs;
 pub mod lsh_prune;
 pub mod near_dups;
+pub mod pair_scan;
 pub mod parallel;
 pub mod scan_ahead;
 pub mod segments;

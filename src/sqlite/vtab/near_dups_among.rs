@@ -1,7 +1,7 @@
 //! `near_dups_among(input, pairs [, threshold [, election]])`: the window
 //! scan's election over candidate pairs instead of a window, so
 //! near-duplicates are found however far apart they sort; with `election =
-//! 'direct'`, without drift (see [`crate::core::near_dups::Election`]).
+//! 'direct'`, without drift (see [`crate::core::pair_scan::Election`]).
 //!
 //! `input` has the columns of `near_dups`' input (`pos`, `id`, `text`,
 //! `rank`; `pos` and `id` unique integers; optionally `settled`: two rows
@@ -12,7 +12,7 @@
 //! all held). Rows are scanned in `pos` order and each live row is compared
 //! with its later live candidates; texts are read one group at a time
 //! (`WHERE pos = ?`, so index `pos`). Output columns are `near_dups`' (see
-//! [`crate::core::near_dups::scan_pairs`]).
+//! [`crate::core::pair_scan::scan_pairs`]).
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -27,9 +27,8 @@ use super::{
     threshold_argument,
 };
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
-use crate::core::near_dups::{
-    election_order, scan_pairs_with, validate, Election, Removal, ScanStats,
-};
+use crate::core::near_dups::{validate, Removal, ScanStats};
+use crate::core::pair_scan::{election_order, scan_pairs_with, Election};
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::pipeline::progress;
 use crate::sqlite::scalars::describe;
