@@ -3,7 +3,7 @@
 //! scripts with control characters and NULs, invalid UTF-8, extreme
 //! numbers, real and corrupted signatures, wrong argument counts) through
 //! SQL, for a time budget (`DEDUP_FUZZ_SECONDS`, default 10; CI gives it
-//! 120) from a seed (`DEDUP_FUZZ_SEED`; unset, a fresh one each run; CI
+//! 60) from a seed (`DEDUP_FUZZ_SEED`; unset, a fresh one each run; CI
 //! fixes one so that whether a change lands never depends on luck: explore
 //! fresh seeds for long before a release). Each call must return a value or an error of the documented form;
 //! never a panic (caught at the FFI boundary and reported as "internal

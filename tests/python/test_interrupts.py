@@ -53,6 +53,48 @@ def template(path, function, incremental=False):
     return path
 
 
+def lsh_template(path):
+    """A small crawl deduplicated in lsh mode (its settings in
+    dedup_settings), then given a batch whose incremental run removes a kept
+    row in phase 4 (a longer edited copy under another URL), a copy in
+    phase 3, and sees a kept row edited and one deleted: three of its six
+    kept rows leave, so the run also sweeps their band keys
+    (dedup_index_bands_left)."""
+    crawl.make(path, n_articles=6)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE mine (x)")
+    conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
+    conn.execute("INSERT INTO dedup_settings VALUES ('near_mode', 'lsh')")
+    conn.commit()
+    conn.close()
+    conn = P.connect(path)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.close()
+    conn = sqlite3.connect(path)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+    kept = [r[0] for r in conn.execute("SELECT rid FROM dedup_index ORDER BY rid")]
+    for rid, edit in ((kept[0], True), (kept[1], False)):
+        names = ", ".join("'https://mirror.example.net/' || url" if c == "url"
+                          else "parsed || ' edited'" if c == "parsed" and edit
+                          else "NULL" if c in ("content_hash", "length") and edit else c for c in cols)
+        conn.execute(f"INSERT INTO pages ({', '.join(cols)}) SELECT {names} FROM pages WHERE rowid = ?", (rid,))
+    conn.execute("UPDATE pages SET parsed = parsed || ' edited', content_hash = NULL WHERE rowid = ?", (kept[2],))
+    conn.execute("DELETE FROM pages WHERE rowid = ?", (kept[3],))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def last_report(path):
+    """The report of the run a copy of `path` makes now."""
+    conn = P.connect(path)
+    conn.execute("SELECT dedup_run()").fetchone()
+    report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+    left = conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0]
+    conn.close()
+    return report, left
+
+
 @pytest.mark.parametrize("function,incremental", [("dedup_run", False), ("dedup_run", True), ("dedup_restore", False)],
                          ids=["dedup_run", "incremental dedup_run", "dedup_restore"])
 @pytest.mark.parametrize("host,stride", [("python", 1), ("apsw", 3)])
@@ -63,14 +105,31 @@ def test_an_interrupt_at_any_step_leaves_before_or_done(tmp_path, host, stride, 
     if incremental:  # the run under test is incremental
         probe = str(tmp_path / "probe.db")
         shutil.copy(db, probe)
-        conn = P.connect(probe)
-        conn.execute("SELECT dedup_run()").fetchone()
-        report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
-        conn.close()
+        report, _ = last_report(probe)
         assert report["kind"] == "incremental" and report["dirty"] > 0 and report["removed"], report
-    stride = STRIDE or stride
-    # (Shared by one process a core: each copies the template to its own
-    # folder and tries every PARTS-th step.)
+    sweep(host, function, db, STRIDE or stride)
+
+
+def test_an_interrupt_in_an_incremental_lsh_run_leaves_before_or_done(tmp_path):
+    """lsh mode's own steps of an incremental run (the band keys of the
+    rows that leave listed, then swept; the kept rows' keys read and
+    checked), every fourth VM step in Python (from an offset the seed
+    draws): the other steps are the window mode's, swept above at every
+    step."""
+    db = lsh_template(str(tmp_path / "t.db"))
+    probe = str(tmp_path / "probe.db")
+    shutil.copy(db, probe)
+    report, left = last_report(probe)
+    assert report["kind"] == "incremental" and report["gone"] == 2 and report["removed"].get("4"), report
+    assert left == 0, "the rows that left were not swept"
+    sweep("python", "dedup_run", db, STRIDE or 4)
+
+
+def sweep(host, function, db, stride):
+    """Interrupts `function` on copies of `db` at every `stride`-th VM step
+    (from a seeded offset) in `host`, shared by one process a core: each
+    copies the template to its own folder and tries every PARTS-th step.
+    Fails on any step after which the database was half done."""
     procs = [subprocess.Popen([H.PYTHON, os.path.join(HERE, "interrupt_sweep.py"), host, function, db,
                                str(stride), str(SEED % stride), str(part), str(PARTS)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
