@@ -1,0 +1,136 @@
+"""The tree's architecture as STYLE.md asks for it, checked: the pure core
+(`src/core`) names neither SQLite nor the bindings; no two Rust modules
+import each other, directly or round a circle (types two modules share live
+in a module of their own); the Spark layer imports PySpark only inside its
+functions, so `import sqlite_dedup` works without it."""
+import ast
+import os
+import re
+
+import pipeline as P
+
+SRC = os.path.join(P.ROOT, "src")
+
+
+def code(path):
+    """A Rust file's code before its test module, without comments."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.split(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+tests", text)[0]
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def rust_modules():
+    """Every module of the crate: its path (`core::near_dups`) -> file."""
+    modules = {}
+    for folder, _, files in os.walk(SRC):
+        for name in files:
+            if name.endswith(".rs"):
+                path = os.path.join(folder, name)
+                parts = os.path.relpath(path, SRC)[:-3].split(os.sep)
+                if parts[-1] in ("mod", "lib"):
+                    parts = parts[:-1]
+                modules["::".join(parts)] = path
+    return modules
+
+
+def imports(module, path, modules):
+    """The other modules `module` names (`crate::x::y`, `super::y`,
+    `self::y`), each resolved to the longest module path it starts with."""
+    here = module.split("::") if module else []
+    found = set()
+    for kind, rest in re.findall(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)", code(path)):
+        names = rest.split("::")[1:]
+        if kind == "crate":
+            base = names
+        elif kind == "self":
+            base = here + names
+        else:
+            parent = here[:-1]
+            while names and names[0] == "super":
+                names, parent = names[1:], parent[:-1]
+            base = parent + names
+        for end in range(len(base), 0, -1):
+            target = "::".join(base[:end])
+            if target in modules:
+                # (A module's parent or child is not an import: the tree.)
+                if not (module + "::").startswith(target + "::") and not target.startswith(module + "::"):
+                    found.add(target)
+                break
+    return found
+
+
+def circles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def graph():
+    modules = rust_modules()
+    return {m: imports(m, p, modules) for m, p in modules.items()}
+
+
+def test_no_two_rust_modules_import_each_other():
+    found = circles(graph())
+    assert not found, "modules that import each other round a circle: " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_the_import_graph_is_read_right():
+    # (So that the test above cannot pass by reading nothing.)
+    g = graph()
+    assert "core::near_dups" in g["core::pair_scan"]
+    assert "sqlite::pipeline::trace" in g["sqlite::pipeline::plan"]
+    assert "sqlite::pipeline::index_state" in g["sqlite::pipeline::changes"]
+    assert "core::similarity" in g["core::near_dups"]
+    # A circle is found when there is one.
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_core_knows_nothing_of_sqlite():
+    for module, path in rust_modules().items():
+        if module == "core" or module.startswith("core::"):
+            text = code(path)
+            assert "rusqlite" not in text and "crate::sqlite" not in text, path
+
+
+def test_the_spark_layer_imports_pyspark_only_inside_functions():
+    folder = os.path.join(P.ROOT, "python", "sqlite_dedup", "spark")
+    files = [f for f in os.listdir(folder) if f.endswith(".py")]
+    assert "__init__.py" in files
+    for name in files:
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:  # module level only
+            if isinstance(node, ast.Import):
+                assert not any(a.name.split(".")[0] == "pyspark" for a in node.names), (name, node.lineno)
+            if isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] != "pyspark", (name, node.lineno)
