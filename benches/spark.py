@@ -7,8 +7,11 @@ rowid ranges, rowids kept: the shards in order are the database). Each run
 is its own process, timed from its start (the JVM's start included for
 Spark): dedup_run() on the whole database, then `sqlite_dedup.spark.run` on
 copies of the shards in local[1] and local[2]. For Spark: bytes shuffled
-(written) per page, from Spark's monitoring API, and the peak memory of the
-whole process tree (driver, JVM, Python workers), sampled. Every run must
+(written) per page, from Spark's monitoring API, and the peak memory and the
+CPU seconds of the whole process tree (driver, JVM, Python workers),
+sampled: CPU seconds over seconds is the cores a run kept busy. A run that
+needs at least local[1]'s CPU seconds cannot, on a machine of C cores, go
+faster than C / (local[1]'s cores busy) times local[1]. Every run must
 leave the same pages and archive as dedup_run().
 
     cargo build --release --features loadable_extension
@@ -59,9 +62,8 @@ print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
 """
 
 
-def tree_rss(pid):
-    """Resident MB of `pid` and its descendants, now."""
-    total, todo = 0, [pid]
+def tree(pid):
+    """`pid` and its descendants, now."""
     children = {}
     for p in os.listdir("/proc"):
         if p.isdigit():
@@ -71,9 +73,18 @@ def tree_rss(pid):
                 children.setdefault(ppid, []).append(int(p))
             except OSError:
                 pass
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo += children.get(p, [])
+    return out
+
+
+def tree_rss(pids):
+    """Resident MB of the processes `pids`, now."""
+    total = 0
+    for p in pids:
         try:
             with open(f"/proc/{p}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -82,15 +93,35 @@ def tree_rss(pid):
     return total / 1e6
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds process `pid` has used so far (its own,
+    not its children's), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(argv, env):
-    """(seconds, peak MB of the process tree, stdout) of a command."""
+    """(seconds, peak MB of the process tree, CPU seconds of the process
+    tree, stdout) of a command. CPU seconds: each process's last reading,
+    sampled every 0.5 s (a process that ends loses at most its last half
+    second), so CPU seconds / seconds is the cores the run kept busy."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = [0.0]
+    used = {}
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            pids = tree(proc.pid)
+            peak[0] = max(peak[0], tree_rss(pids))
+            for p in pids:
+                c = cpu_seconds(p)
+                if c is not None:
+                    used[p] = max(used.get(p, 0.0), c)
             time.sleep(0.5)
 
     t = threading.Thread(target=sample)
@@ -100,7 +131,7 @@ def timed(argv, env):
     t.join()
     if proc.returncode:
         raise SystemExit(f"{argv[:3]} failed:\n{err[-3000:]}")
-    return seconds, peak[0], out
+    return seconds, peak[0], sum(used.values()), out
 
 
 def split(src, folder, n):
@@ -167,7 +198,7 @@ def main():
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     shards = split(src, base, args.shards)
-    single_s, single_mb, _ = timed([sys.executable, "-c", SINGLE, whole, EXTENSION, args.settings], env)
+    single_s, single_mb, single_cpu, _ = timed([sys.executable, "-c", SINGLE, whole, EXTENSION, args.settings], env)
     expected = state([whole])
     rows = []
     for master in args.masters.split(","):
@@ -178,29 +209,29 @@ def main():
         for p in shards:
             copies.append(os.path.join(run_dir, os.path.basename(p)))
             shutil.copy(p, copies[-1])
-        seconds, mb, out = timed([sys.executable, "-c", SPARK, master, args.settings, *copies], env)
+        seconds, mb, cpu, out = timed([sys.executable, "-c", SPARK, master, args.settings, *copies], env)
         report = json.loads(out.strip().splitlines()[-1])
-        rows.append((master, seconds, mb, report, state(copies) == expected))
+        rows.append((master, seconds, mb, cpu, report, state(copies) == expected))
     lines = [f"# Spark against one database ({time.strftime('%Y-%m-%d')})", "",
              f"`/usr/bin/python3 benches/spark.py --pages {args.pages} --shards {args.shards} --settings "
              f"'{args.settings}'`: builder corpus of "
              f"{args.pages} pages (seed 7) in {args.shards} shards of unequal sizes; dedup_run() on the whole "
-             f"database: {single_s:.1f} s, peak {single_mb:.0f} MB.", "",
+             f"database: {single_s:.1f} s, peak {single_mb:.0f} MB, {single_cpu / single_s:.2f} cores busy.", "",
              "| master | seconds (JVM start included) | / dedup_run() | speed-up over local[1] | shuffle written per page "
-             "| peak memory, process tree (MB) | phase-4 range scans (rounds) or lsh components (rounds) "
-             "| same pages and archive |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| peak memory, process tree (MB) | CPU seconds, process tree (cores busy) "
+             "| phase-4 range scans (rounds) or lsh components (rounds) | same pages and archive |",
+             "|---|---|---|---|---|---|---|---|---|"]
     one = next((s for m, s, *_ in rows if m == "local[1]"), None)
-    for master, seconds, mb, report, same in rows:
+    for master, seconds, mb, cpu, report, same in rows:
         lines.append(f"| {master} | {seconds:.1f} | {seconds / single_s:.2f} | "
                      f"{(one / seconds) if one else float('nan'):.2f} | "
-                     f"{report['shuffle_write_bytes'] / args.pages:.0f} B | {mb:.0f} | "
+                     f"{report['shuffle_write_bytes'] / args.pages:.0f} B | {mb:.0f} | {cpu:.0f} ({cpu / seconds:.2f}) | "
                      f"{report.get('phase4_range_scans', report.get('lsh_components'))} "
                      f"({report.get('phase4_rounds', report.get('lsh_rounds'))}) | {'yes' if same else 'NO'} |")
     lines += ["", "Seconds per step (the driver's clock; `01_prepare` includes reading the shards):", "",
-              "| master | " + " | ".join(rows[0][3].get("seconds", {})) + " |",
-              "|---|" + "---|" * len(rows[0][3].get("seconds", {}))]
-    for master, _, _, report, _ in rows:
+              "| master | " + " | ".join(rows[0][4].get("seconds", {})) + " |",
+              "|---|" + "---|" * len(rows[0][4].get("seconds", {}))]
+    for master, _, _, _, report, _ in rows:
         lines.append(f"| {master} | " + " | ".join(f"{v:.1f}" for v in report.get("seconds", {}).values()) + " |")
     print("\n".join(lines))
 
