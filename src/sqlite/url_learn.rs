@@ -1,0 +1,546 @@
+//! The URL rules' learner: `dedup_learn_url_rules()` reads the rows of the
+//! pages table and of the archive added since its last batch, compares each
+//! new URL with the URLs seen on its domain and path (content hash,
+//! duplicate group, MinHash of the text), and adds what it saw to
+//! `dedup_url_rules` (see [`crate::core::url_rules`]).
+//!
+//! What the learner remembers of the URLs it has seen (their path, query and
+//! a MinHash of their text) lives in `dedup_url_seen` and
+//! `dedup_url_params`; `dedup_url_state` says where the last batch ended, so
+//! a new batch reads only the rows added since.
+
+use std::collections::HashMap;
+
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension, Result};
+
+use super::interrupt::{halt_error, InterruptPoll};
+use super::pipeline::schema::{self, Source};
+use super::pipeline::DedupError;
+use super::url_chrome::ChromeMemory;
+use super::url_model::{Stamp, EDIT_TRIGGERS};
+use crate::core::hash::sha1_hex;
+use crate::core::sketch::{MinHasher, Shingling};
+use crate::core::url::{canonicalize, UrlOptions};
+use crate::core::url_model::Change;
+use crate::core::url_rules::{
+    jaccard_at_least, only_difference, param_rules, probability, refetch_rule, variant_rule,
+    RuleKey, UrlParts,
+};
+
+/// Pairs of one path compared per new URL: the most recent ones.
+pub const MAX_COMPARED: i64 = 200;
+/// Estimated Jaccard (word 4-shingles) at which two texts are the same
+/// content, as MaybeDont's default.
+pub const JACCARD_DUPLICATE: f64 = 0.9;
+/// MinHash values kept per URL (the low 16 bits of each: two texts'
+/// values collide by chance once in 65,536, and 256 values estimate a
+/// Jaccard near 0.9 within about 0.02).
+const NUM_PERM: usize = 256;
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS main.dedup_url_rules (
+  domain TEXT NOT NULL, path TEXT, param TEXT, value TEXT,
+  observations INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,
+  probability REAL NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS main.dedup_url_rules_key ON dedup_url_rules (domain, path, param, value);
+CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
+  url TEXT PRIMARY KEY, domain TEXT NOT NULL, path TEXT NOT NULL, query TEXT NOT NULL,
+  content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL, raw TEXT);
+CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
+CREATE INDEX IF NOT EXISTS main.dedup_url_seen_query ON dedup_url_seen (domain, path, query);
+CREATE TABLE IF NOT EXISTS main.dedup_url_params (
+  domain TEXT NOT NULL, path TEXT NOT NULL, rest TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS main.dedup_url_params_rest ON dedup_url_params (domain, path, rest, param);
+CREATE TABLE IF NOT EXISTS main.dedup_url_state (key TEXT PRIMARY KEY, value);
+";
+
+/// How the rules see a URL: canonicalized with every parameter kept except
+/// the tracking ones, and nothing ignored.
+pub(super) fn rule_options() -> UrlOptions {
+    UrlOptions {
+        keep_params: true,
+        ignore: Vec::new(),
+        ..UrlOptions::default()
+    }
+}
+
+/// `url` canonicalized and split as the rules see it, with its key
+/// ([`UrlParts::key`]) and the canonical URL.
+pub(super) fn rule_parts(url: &str, opts: &UrlOptions) -> Option<(String, UrlParts, String)> {
+    let canonical = canonicalize(url, opts).ok()?.url;
+    let parts = UrlParts::parse(&canonical)?;
+    Some((parts.key(), parts, canonical))
+}
+
+/// A signature as kept: the low 16 bits of each MinHash value.
+fn short_signature(sig: &[u32]) -> Vec<u16> {
+    sig.iter().map(|v| *v as u16).collect()
+}
+
+/// A kept signature as a BLOB of little-endian `u16`s.
+fn signature_blob(sig: &[u16]) -> Vec<u8> {
+    sig.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn signature_values(blob: &[u8]) -> Vec<u16> {
+    blob.chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+/// One URL the learner has seen, as `dedup_url_seen` keeps it.
+struct Seen {
+    parts: UrlParts,
+    content_hash: Option<String>,
+    grp: Option<i64>,
+    signature: Option<Vec<u16>>,
+}
+
+impl Seen {
+    /// Whether two seen URLs brought the same content: one hash, one
+    /// duplicate group of an earlier run, or MinHash Jaccard at least 0.9.
+    fn same_content(&self, other: &Seen) -> bool {
+        if let (Some(a), Some(b)) = (&self.content_hash, &other.content_hash) {
+            if a == b {
+                return true;
+            }
+        }
+        if let (Some(a), Some(b)) = (self.grp, other.grp) {
+            if a == b {
+                return true;
+            }
+        }
+        match (&self.signature, &other.signature) {
+            (Some(a), Some(b)) => jaccard_at_least(a, b, JACCARD_DUPLICATE),
+            _ => false,
+        }
+    }
+}
+
+/// What one learning batch did.
+#[derive(Debug, Default)]
+struct Learned {
+    new_urls: i64,
+    already_seen: i64,
+    unparseable: i64,
+    rules_updated: usize,
+}
+
+/// The learner's state (`dedup_url_state`), by key.
+fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
+    db.prepare("SELECT key, value FROM main.dedup_url_state")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// The tables of the model and its edit triggers, created when missing.
+fn ensure_schema(db: &Connection) -> Result<()> {
+    let present: i64 = db.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type IN ('table', 'trigger') AND name IN
+           ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state',
+            'dedup_url_segments', 'dedup_url_rules_inserted', 'dedup_url_rules_updated',
+            'dedup_url_rules_deleted')",
+        [],
+        |r| r.get(0),
+    )?;
+    if present < 8 {
+        db.execute_batch(SCHEMA)?;
+        db.execute_batch(super::url_chrome::SCHEMA)?;
+        db.execute_batch(EDIT_TRIGGERS)?;
+    }
+    Ok(())
+}
+
+/// The rowids after which the new rows of the table and of the archive
+/// start: where the last batch ended when the table is the same and its
+/// last learned row is still there unchanged (rows were only added), else
+/// from the start (every row is then checked against the seen URLs).
+fn watermarks(
+    db: &Connection,
+    source: &Source,
+    state: &HashMap<String, Value>,
+) -> Result<(i64, i64)> {
+    let from_start = (i64::MIN, i64::MIN);
+    let same_table = matches!(state.get("table"), Some(Value::Text(t)) if *t == source.table);
+    let (Some(Value::Integer(rowid)), Some(Value::Integer(archive)), true) =
+        (state.get("rowid"), state.get("archive_rowid"), same_table)
+    else {
+        return Ok(from_start);
+    };
+    let (current, archive_max): (Option<Value>, i64) = db.query_row(
+        "SELECT (SELECT url FROM temp._dedup_source WHERE rid = ?1),
+                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
+        [rowid],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let intact = match (current.as_ref(), state.get("url")) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    Ok(if intact && archive_max >= *archive {
+        (*rowid, *archive)
+    } else {
+        from_start
+    })
+}
+
+/// The URLs seen on one domain and path, most recent last, as the batch
+/// compares with them (at most [`MAX_COMPARED`] kept).
+type PathCache = HashMap<(String, String), Vec<Seen>>;
+
+/// What a learning batch changed: the model's stamp before and after, and
+/// the changes (for the connection's [`ModelCache`]).
+pub(super) struct Batch {
+    pub(super) before: Stamp,
+    pub(super) after: Stamp,
+    pub(super) changes: Vec<Change>,
+}
+
+/// Learns from the rows added since the last batch (all rows the first
+/// time), in `crawled` order; returns the report.
+pub(super) fn learn(
+    db: &Connection,
+    table: &str,
+    batch: &mut Option<Batch>,
+) -> std::result::Result<String, DedupError> {
+    ensure_schema(db)?;
+    let source = Source::inspect(db, table)?;
+    schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
+    schema::ensure_temp_view(
+        db,
+        "_dedup_archive",
+        &schema::archive_view_body(db, &source, None)?,
+    )?;
+    let state = read_state(db)?;
+    let state_value = |k: &str| state.get(k).cloned().unwrap_or(Value::Null);
+    let before: Stamp = state_value("version");
+    let mut changes: Vec<Change> = Vec::new();
+    let (from_rowid, from_archive) = watermarks(db, &source, &state)?;
+    let opts = rule_options();
+    let shingling = Shingling::new("word", 4).expect("a valid shingling");
+    let hasher = MinHasher::new(NUM_PERM);
+    let mut counts: HashMap<RuleKey, (i64, i64)> = HashMap::new();
+    let mut paths: PathCache = HashMap::new();
+    let mut learned = Learned::default();
+    // Safety: the handle is this call's connection, used on this thread.
+    let poll = std::cell::RefCell::new(unsafe { InterruptPoll::new(db.handle()) });
+    let stop = || poll.borrow_mut().interrupted();
+    let mut next_seen: i64 = match state.get("seen") {
+        Some(Value::Integer(i)) => *i,
+        _ => db.query_row(
+            "SELECT coalesce(max(seen), 0) + 1 FROM main.dedup_url_seen",
+            [],
+            |r| r.get(0),
+        )?,
+    };
+    let mut rows = db.prepare(
+        "SELECT url, title, content, parsed, content_hash, grp FROM (
+           SELECT 0 AS kind, rid AS id, url, title, content, parsed, content_hash, crawled, rid AS grp
+           FROM temp._dedup_source WHERE rid > ?1
+           UNION ALL
+           SELECT 1, archive_rowid, url, title, content, parsed, content_hash, crawled,
+                  CASE WHEN dedup_phase IN (3, 4) THEN dedup_survivor END
+           FROM temp._dedup_archive WHERE archive_rowid > ?2)
+         ORDER BY crawled IS NULL, crawled, kind, id",
+    )?;
+    let mut is_seen = db.prepare(
+        "SELECT content_hash, grp, signature, raw FROM main.dedup_url_seen WHERE url = ?1",
+    )?;
+    let mut refetched = db.prepare(
+        "UPDATE main.dedup_url_seen SET content_hash = ?2, grp = ?3, signature = ?4, raw = ?5 WHERE url = ?1",
+    )?;
+    let mut same_path = db.prepare(
+        "SELECT query, content_hash, grp, signature FROM main.dedup_url_seen
+         WHERE domain = ?1 AND path = ?2 ORDER BY seen DESC LIMIT ?3",
+    )?;
+    let mut add_seen = db.prepare(
+        "INSERT INTO main.dedup_url_seen (url, domain, path, query, content_hash, grp, signature, seen, raw)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut add_param = db.prepare(
+        "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut chrome = ChromeMemory::new(db)?;
+    let mut cursor = rows.query(params![from_rowid, from_archive])?;
+    while let Some(row) = cursor.next()? {
+        let text_of = |i: usize| -> Result<Option<String>> {
+            Ok(match row.get::<_, Value>(i)? {
+                Value::Text(t) => Some(t),
+                _ => None,
+            })
+        };
+        let Some(url) = text_of(0)? else {
+            learned.unparseable += 1;
+            continue;
+        };
+        let Some((canonical, parts, _)) = rule_parts(&url, &opts) else {
+            learned.unparseable += 1;
+            continue;
+        };
+        let before: Option<(Seen, Option<String>)> = is_seen
+            .query_row([&canonical], |r| {
+                let seen = Seen {
+                    parts: parts.clone(),
+                    content_hash: r.get(0)?,
+                    grp: r.get(1)?,
+                    signature: r
+                        .get::<_, Option<Vec<u8>>>(2)?
+                        .map(|b| signature_values(&b)),
+                };
+                Ok((seen, r.get(3)?))
+            })
+            .optional()?;
+        // The text compared: parsed, else title and content as they are (the
+        // word shingles lowercase and split on non-alphanumerics anyway).
+        let text = match text_of(3)?.filter(|p| !p.is_empty()) {
+            Some(parsed) => Some(parsed),
+            None => text_of(2)?.filter(|c| !c.is_empty()).map(|content| {
+                format!(
+                    "{}\n\n{content}",
+                    text_of(1).ok().flatten().unwrap_or_default()
+                )
+            }),
+        };
+        let content_hash = text_of(4)?.or_else(|| text.as_deref().map(|t| sha1_hex(t.as_bytes())));
+        // The signature is of the text without the site's chrome: on a site
+        // whose pages are mostly chrome, distinct pages are not the same.
+        let compared = match text.as_deref() {
+            Some(t) => {
+                let title = text_of(1)?.unwrap_or_default();
+                chrome.strip(&parts.domain, &title, t)?
+            }
+            None => None,
+        };
+        let signature = match compared.as_deref().or(text.as_deref()) {
+            Some(t) => {
+                let hashes = shingling.hashes_or_halt(t, &stop).map_err(halt_error)?;
+                hasher
+                    .signature_or_halt(&hashes, &stop)
+                    .map_err(halt_error)?
+                    .map(|sig| short_signature(&sig))
+            }
+            None => None,
+        };
+        let grp = match row.get::<_, Value>(5)? {
+            Value::Integer(i) => Some(i),
+            _ => None,
+        };
+        let item = Seen {
+            parts: parts.clone(),
+            content_hash,
+            grp,
+            signature,
+        };
+        let key = (parts.domain.clone(), parts.path.clone());
+        if let Some((earlier, raw)) = before {
+            // Fetched again: the same URL (the refetch rule) or another
+            // form of it (the variant rule); its content is now the latest.
+            let dup = item.same_content(&earlier) as i64;
+            let rule = if raw.as_deref() == Some(url.as_str()) {
+                refetch_rule(&parts.domain)
+            } else {
+                variant_rule(&parts.domain)
+            };
+            let c = counts.entry(rule).or_insert((0, 0));
+            c.0 += 1;
+            c.1 += dup;
+            refetched.execute(params![
+                canonical,
+                item.content_hash,
+                item.grp,
+                item.signature.as_deref().map(signature_blob),
+                url
+            ])?;
+            changes.push(Change::Refetched {
+                key: canonical.clone(),
+                raw: url.clone(),
+            });
+            if let Some(cached) = paths
+                .get_mut(&key)
+                .and_then(|v| v.iter_mut().find(|s| s.parts.query == parts.query))
+            {
+                *cached = item;
+            }
+            learned.already_seen += 1;
+            continue;
+        }
+        if !paths.contains_key(&key) {
+            let mut earlier = same_path
+                .query_map(params![parts.domain, parts.path, MAX_COMPARED], |r| {
+                    Ok(Seen {
+                        parts: UrlParts::from_key(
+                            &parts.domain,
+                            &parts.path,
+                            &r.get::<_, String>(0)?,
+                        ),
+                        content_hash: r.get(1)?,
+                        grp: r.get(2)?,
+                        signature: r
+                            .get::<_, Option<Vec<u8>>>(3)?
+                            .map(|b| signature_values(&b)),
+                    })
+                })?
+                .collect::<Result<Vec<Seen>>>()?;
+            earlier.reverse();
+            paths.insert(key.clone(), earlier);
+        }
+        let earlier = paths.get_mut(&key).expect("just inserted");
+        // The pairs with the earlier URLs of the path, counted per rule
+        // (as core::url_rules::evidence defines them, aggregated).
+        let (mut path_pairs, mut path_dups) = (0i64, 0i64);
+        let mut by_param: HashMap<(String, Option<String>), (i64, i64)> = HashMap::new();
+        for other in earlier.iter().rev().take(MAX_COMPARED as usize) {
+            // (No earlier URL has this query: that would be a refetch.)
+            let dup = item.same_content(other) as i64;
+            path_pairs += 1;
+            path_dups += dup;
+            if let Some(diff) = only_difference(&parts, &other.parts) {
+                let c = by_param.entry(diff).or_insert((0, 0));
+                c.0 += 1;
+                c.1 += dup;
+            }
+        }
+        let mut add = |key: RuleKey, n: i64, d: i64| {
+            let c = counts.entry(key).or_insert((0, 0));
+            c.0 += n;
+            c.1 += d;
+        };
+        if path_pairs > 0 {
+            add(
+                RuleKey::new(&parts.domain, Some(&parts.path), None, None),
+                path_pairs,
+                path_dups,
+            );
+        }
+        for ((param, added), (n, d)) in by_param {
+            for key in param_rules(&parts, &param, added.as_deref()) {
+                add(key, n, d);
+            }
+        }
+        add_seen.execute(params![
+            canonical,
+            parts.domain,
+            parts.path,
+            parts.query_key(),
+            item.content_hash,
+            item.grp,
+            item.signature.as_deref().map(signature_blob),
+            next_seen,
+            url
+        ])?;
+        next_seen += 1;
+        changes.push(Change::Seen {
+            key: canonical.clone(),
+            domain: parts.domain.clone(),
+            path: parts.path.clone(),
+            query: parts.query_key(),
+            raw: url.clone(),
+        });
+        for (param, value) in &parts.query {
+            let rest = parts.query_key_without(param);
+            add_param.execute(params![parts.domain, parts.path, rest, param, value])?;
+            changes.push(Change::Param {
+                domain: parts.domain.clone(),
+                path: parts.path.clone(),
+                rest,
+                param: param.clone(),
+                value: value.clone(),
+            });
+        }
+        earlier.push(item);
+        if earlier.len() > 2 * MAX_COMPARED as usize {
+            earlier.drain(..earlier.len() - MAX_COMPARED as usize);
+        }
+        learned.new_urls += 1;
+    }
+    drop(cursor);
+    chrome.save()?;
+    learned.rules_updated = counts.len();
+    save_counts(db, counts, &mut changes)?;
+    let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(
+        "SELECT (SELECT max(rid) FROM temp._dedup_source),
+                (SELECT url FROM temp._dedup_source ORDER BY rid DESC LIMIT 1),
+                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    // (A new random version every batch: the stamp of what it learned.)
+    let version: i64 = db.query_row("SELECT random()", [], |r| r.get(0))?;
+    db.execute(
+        "INSERT OR REPLACE INTO main.dedup_url_state (key, value)
+         VALUES ('table', ?1), ('rowid', ?2), ('url', ?3), ('archive_rowid', ?4), ('seen', ?5),
+                ('version', ?6)",
+        params![
+            source.table,
+            last_rowid.unwrap_or(i64::MIN),
+            last_url,
+            archive_max,
+            next_seen,
+            version
+        ],
+    )?;
+    *batch = Some(Batch {
+        before,
+        after: Value::Integer(version),
+        changes,
+    });
+    Ok(format!(
+        "learned from {} new URL(s) ({} already seen, {} without an http(s) URL); {} rule(s) updated",
+        learned.new_urls, learned.already_seen, learned.unparseable, learned.rules_updated
+    ))
+}
+
+/// Adds the batch's counts to `dedup_url_rules` and recomputes the
+/// probability of every rule it touched.
+fn save_counts(
+    db: &Connection,
+    counts: HashMap<RuleKey, (i64, i64)>,
+    changes: &mut Vec<Change>,
+) -> Result<()> {
+    let mut find = db.prepare(
+        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
+         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
+    )?;
+    let mut update = db.prepare(
+        "UPDATE main.dedup_url_rules SET observations = ?2, duplicates = ?3, probability = ?4 WHERE rowid = ?1",
+    )?;
+    let mut insert = db.prepare(
+        "INSERT INTO main.dedup_url_rules (domain, path, param, value, observations, duplicates, probability)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut keys: Vec<(RuleKey, (i64, i64))> = counts.into_iter().collect();
+    keys.sort();
+    for (k, (obs, dups)) in keys {
+        let found: Option<(i64, i64, i64)> = find
+            .query_row(params![k.domain, k.path, k.param, k.value], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        match found {
+            Some((rowid, o, d)) => {
+                let (o, d) = (o.saturating_add(obs), d.saturating_add(dups));
+                update.execute(params![rowid, o, d, probability(o, d)])?;
+                changes.push(Change::Rule {
+                    probability: probability(o, d),
+                    key: k,
+                });
+            }
+            None => {
+                insert.execute(params![
+                    k.domain,
+                    k.path,
+                    k.param,
+                    k.value,
+                    obs,
+                    dups,
+                    probability(obs, dups)
+                ])?;
+                changes.push(Change::Rule {
+                    probability: probability(obs, dups),
+                    key: k,
+                });
+            }
+        }
+    }
+    Ok(())
+}
