@@ -15,6 +15,7 @@ pub mod pair_scan;
 pub mod parallel;
 pub mod scan_ahead;
 pub mod segments;
+pub mod shingles;
 pub mod similarity;
 pub mod sketch;
 pub mod text;

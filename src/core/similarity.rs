@@ -3,13 +3,13 @@
 //! - [`lev_ratio`]: python-Levenshtein's `ratio`, `1 - indel(a, b) / (|a| + |b|)`
 //!   over Unicode code points, computed with a bit-parallel LCS kernel
 //!   ([`crate::core::lcs`]) and exact early exits.
-//! - [`resemblance`]: Broder's resemblance of word-shingle sets, as
-//!   Text::DeDuper defines it.
+//!
+//! Broder's resemblance of word-shingle sets, as Text::DeDuper defines it,
+//! is [`crate::core::shingles`].
 //!
 //! A *distance* is lower-is-closer; a *ratio* is in `[0, 1]`, higher-is-closer.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use crate::core::halt::{never, try_collect, Halt};
 use crate::core::lcs::{lcs_at_least_or_halt, Bounded, LcsQuery};
@@ -398,218 +398,6 @@ impl CharHistogram {
     }
 }
 
-/// A set of word shingles, as sorted 64-bit hashes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shingles(Vec<u64>);
-
-impl Shingles {
-    /// The shingles of a text: tokens are lowercased runs of Unicode
-    /// alphanumerics, `stopwords` (lowercase words) are removed, and every
-    /// run of `n` consecutive tokens is one shingle. A text with at least one
-    /// but fewer than `n` tokens has one shingle made of all its tokens; a
-    /// text with no tokens has none.
-    pub fn new(text: &str, n: usize, stopwords: &Stopwords) -> Self {
-        let n = n.max(1);
-        let mut tokens = token_hashes(text);
-        if !stopwords.0.is_empty() {
-            tokens.retain(|h| !stopwords.0.contains(h));
-        }
-        let mut set: Vec<u64> = if tokens.is_empty() {
-            Vec::new()
-        } else if tokens.len() < n {
-            vec![combine(&tokens)]
-        } else {
-            tokens.windows(n).map(combine).collect()
-        };
-        set.sort_unstable();
-        set.dedup();
-        Shingles(set)
-    }
-
-    /// Number of distinct shingles.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when the text had no tokens.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// Broder's resemblance `|A ∩ B| / |A ∪ B|`; `0.0` when either set is empty
-/// (an empty or all-stopword text is never a duplicate of another).
-pub fn resemblance(a: &Shingles, b: &Shingles) -> f64 {
-    if a.0.is_empty() || b.0.is_empty() {
-        return 0.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.0.len() && j < b.0.len() {
-        match a.0[i].cmp(&b.0[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    let union = a.0.len() + b.0.len() - common;
-    common as f64 / union as f64
-}
-
-/// A set of stopwords, stored as token hashes.
-#[derive(Debug, Clone, Default)]
-pub struct Stopwords(HashSet<u64>);
-
-impl Stopwords {
-    /// Stopwords from a list of words separated by whitespace or commas;
-    /// words are tokenized like texts, so case does not matter.
-    pub fn parse(list: &str) -> Self {
-        Stopwords(token_hashes(list).into_iter().collect())
-    }
-
-    /// Number of distinct stopwords.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when there are no stopwords.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-/// Multiplier of the token and shingle hashes (the 64-bit golden ratio).
-const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-
-/// Hash of the token `text[start..end]`, eight bytes at a time. With
-/// `lower`, ASCII letters are lowercased on the way (`| 0x20` is exact on
-/// ASCII alphanumerics, and the identity on lowercase ones), so a token
-/// hashes the same whether it came lowercased or not.
-fn token_hash(text: &[u8], start: usize, end: usize, lower: bool) -> u64 {
-    const LOWER: u64 = 0x2020_2020_2020_2020;
-    let mut h = FNV_OFFSET ^ (end - start) as u64;
-    let mut mix = |w: u64| {
-        h = (h ^ w).wrapping_mul(MIX);
-        h ^= h >> 29;
-    };
-    let lower = if lower { LOWER } else { 0 };
-    let mut at = start;
-    while at < end {
-        let len = (end - at).min(8);
-        let keep = if len == 8 {
-            !0
-        } else {
-            (1u64 << (8 * len)) - 1
-        };
-        let w = match text.get(at..at + 8) {
-            Some(chunk) => u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
-            None => {
-                let mut buf = [0u8; 8];
-                buf[..len].copy_from_slice(&text[at..at + len]);
-                u64::from_le_bytes(buf)
-            }
-        };
-        mix((w | lower) & keep);
-        at += len;
-    }
-    h
-}
-
-/// Whether a byte is an ASCII alphanumeric, as a lookup table.
-const ALNUM: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = (b as u8).is_ascii_alphanumeric() as u8;
-        b += 1;
-    }
-    table
-};
-
-/// Hashes of the lowercased alphanumeric tokens of `text`
-/// ([`crate::core::text::words`]). ASCII text is scanned 64 bytes at a time
-/// (token boundaries are the bit transitions of an alphanumeric mask) and
-/// hashed in place, without building the tokens.
-pub(crate) fn token_hashes(text: &str) -> Vec<u64> {
-    token_hashes_or_halt(text, &never).expect("out of memory")
-}
-
-/// [`token_hashes`] that asks `stop` every million tokens or 64 MiB and
-/// reserves its vector fallibly.
-pub(crate) fn token_hashes_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<u64>, Halt> {
-    let mut hashes = Vec::new();
-    hashes
-        .try_reserve(text.len() / 5)
-        .map_err(|_| Halt::OutOfMemory)?;
-    if !text.is_ascii() {
-        // The tokens of `text::words`, built in one buffer; `stop` is asked
-        // by characters, so one huge token (a CJK page has no spaces) does
-        // not hold it.
-        let mut word = String::new();
-        for (k, c) in text.chars().flat_map(char::to_lowercase).enumerate() {
-            if k % (1 << 20) == (1 << 20) - 1 && stop() {
-                return Err(Halt::Stopped);
-            }
-            if crate::core::text::is_word_char(c) {
-                word.push(c);
-            } else if !word.is_empty() {
-                hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
-                word.clear();
-            }
-        }
-        if !word.is_empty() {
-            hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
-        }
-        return Ok(hashes);
-    }
-    let bytes = text.as_bytes();
-    let (mut start, mut in_token, mut carry) = (0, false, 0u64);
-    for (index, block) in bytes.chunks(64).enumerate() {
-        if index % (1 << 20) == (1 << 20) - 1 && stop() {
-            return Err(Halt::Stopped);
-        }
-        let mut mask = 0u64;
-        for (i, &b) in block.iter().enumerate() {
-            mask |= u64::from(ALNUM[usize::from(b)]) << i;
-        }
-        let mut transitions = mask ^ ((mask << 1) | carry);
-        carry = mask >> 63;
-        while transitions != 0 {
-            let at = index * 64 + transitions.trailing_zeros() as usize;
-            transitions &= transitions - 1;
-            if in_token {
-                hashes.push(token_hash(bytes, start, at, true));
-            } else {
-                start = at;
-            }
-            in_token = !in_token;
-        }
-    }
-    if in_token {
-        hashes.push(token_hash(bytes, start, bytes.len(), true));
-    }
-    Ok(hashes)
-}
-
-/// Order-sensitive combination of token hashes into one shingle hash.
-pub(crate) fn combine(tokens: &[u64]) -> u64 {
-    combine_iter(tokens.iter().copied())
-}
-
-/// [`combine`] over any sequence of values.
-pub(crate) fn combine_iter(tokens: impl Iterator<Item = u64>) -> u64 {
-    let mut h = FNV_OFFSET;
-    for t in tokens {
-        h = (h ^ t).wrapping_mul(MIX);
-        h ^= h >> 29;
-    }
-    h
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -677,48 +465,6 @@ mod tests {
         assert_eq!(wide.indel_lower_bound(&wide.clone()), 0);
     }
 
-    #[test]
-    fn resemblance_of_shared_shingles() {
-        let none = Stopwords::default();
-        let a = Shingles::new("a b c d e", 2, &none); // ab bc cd de
-        let b = Shingles::new("a b c d f", 2, &none); // ab bc cd df
-        assert_eq!(resemblance(&a, &b), 3.0 / 5.0);
-    }
-
-    #[test]
-    fn short_texts_form_one_shingle() {
-        let none = Stopwords::default();
-        let a = Shingles::new("Hello world", 5, &none);
-        assert_eq!(a.len(), 1);
-        assert_eq!(
-            resemblance(&a, &Shingles::new("hello, WORLD!", 5, &none)),
-            1.0
-        );
-        assert_eq!(
-            resemblance(&a, &Shingles::new("hello there", 5, &none)),
-            0.0
-        );
-    }
-
-    #[test]
-    fn empty_and_all_stopword_texts_are_never_duplicates() {
-        let stop = Stopwords::parse("the, a AN");
-        assert_eq!(stop.len(), 3);
-        let e = Shingles::new("The a an", 3, &stop);
-        assert!(e.is_empty());
-        assert_eq!(resemblance(&e, &e), 0.0);
-        let empty = Shingles::new("", 3, &Stopwords::default());
-        assert_eq!(resemblance(&empty, &empty), 0.0);
-    }
-
-    #[test]
-    fn stopwords_are_removed_before_shingling() {
-        let stop = Stopwords::parse("the");
-        let a = Shingles::new("the cat sat on the mat", 2, &stop);
-        let b = Shingles::new("cat sat on mat", 2, &Stopwords::default());
-        assert_eq!(resemblance(&a, &b), 1.0);
-    }
-
     proptest! {
         #[test]
         fn ratio_is_symmetric_and_bounded(a in "[a-dé ]{0,40}", b in "[a-dé ]{0,40}") {
@@ -738,21 +484,6 @@ mod tests {
         fn histogram_bound_never_exceeds_distance(a in "[a-eя]{0,30}", b in "[a-eя]{0,30}") {
             let d = indel_distance(&CodePoints::new(&a), &CodePoints::new(&b), usize::MAX).unwrap();
             prop_assert!(CharHistogram::new(&a).indel_lower_bound(&CharHistogram::new(&b)) <= d);
-        }
-
-        #[test]
-        fn ascii_tokens_hash_like_words(s in "[a-zA-Z0-9 ,.\n-]{0,300}") {
-            let words: Vec<u64> = crate::core::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
-            prop_assert_eq!(token_hashes(&s), words);
-        }
-
-        #[test]
-        fn resemblance_is_symmetric_and_bounded(a in "[a-c ]{0,40}", b in "[a-c ]{0,40}") {
-            let none = Stopwords::default();
-            let (x, y) = (Shingles::new(&a, 2, &none), Shingles::new(&b, 2, &none));
-            let r = resemblance(&x, &y);
-            prop_assert!((0.0..=1.0).contains(&r));
-            prop_assert_eq!(r, resemblance(&y, &x));
         }
     }
 }

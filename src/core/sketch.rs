@@ -8,7 +8,7 @@
 //! them; a text with none has no sketch.
 
 use crate::core::halt::{never, Halt};
-use crate::core::similarity::{combine, combine_iter, token_hashes_or_halt};
+use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt};
 
 /// What a shingle is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

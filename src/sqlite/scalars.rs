@@ -9,7 +9,8 @@ use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Error, Result};
 
 use crate::core::hash;
-use crate::core::similarity::{self, Shingles, Stopwords};
+use crate::core::shingles::{self, Shingles, Stopwords};
+use crate::core::similarity;
 use crate::core::text;
 use crate::core::url::{self, UrlOptions};
 use crate::sqlite::interrupt::InterruptPoll;
@@ -410,7 +411,7 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         };
         let sa = Shingles::new(a, n, &stopwords);
         let sb = Shingles::new(b, n, &stopwords);
-        Ok(Some(similarity::resemblance(&sa, &sb)))
+        Ok(Some(shingles::resemblance(&sa, &sb)))
     })?;
     Ok(())
 }
