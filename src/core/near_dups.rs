@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::core::halt::{try_collect, Halt};
 use crate::core::parallel::{map_polled, pool};
 use crate::core::similarity::{
-    max_distance_where, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
+    max_distance_above, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };
 
 /// One input row of the scan.
@@ -317,8 +317,14 @@ pub(crate) fn text_bounds(
 /// total length and the largest indel distance still above it.
 pub(crate) fn length_bound(a: usize, b: usize, threshold: f64) -> Option<(usize, usize)> {
     let total = a + b;
-    let max = max_distance_where(total, |r| r > threshold)?;
-    (a.abs_diff(b) <= max).then_some((total, max))
+    // (Lengths this far apart are rejected by one evaluation: the ratio
+    // falls as the distance grows, so the difference passes only when it
+    // is at most the largest distance that does.)
+    let passes = ratio_from_distance(a.abs_diff(b), total) > threshold;
+    if !passes {
+        return None;
+    }
+    Some((total, max_distance_above(total, threshold)?))
 }
 
 /// Kernel work (total length times the distance band, summed over a
@@ -476,6 +482,24 @@ pub(crate) mod tests {
         let mut ids: Vec<i64> = removed.iter().map(|r| r.id).collect();
         ids.sort();
         ids
+    }
+
+    #[test]
+    fn length_bound_is_the_search_over_every_distance() {
+        // The definition: the largest distance above the threshold, by a
+        // search over every distance, and the lengths' difference within it.
+        for threshold in [0.0, 0.5, 0.8, 0.9, 0.95, 1.0] {
+            for a in 0..70 {
+                for b in 0..70 {
+                    let total = a + b;
+                    let max = (0..=total)
+                        .rev()
+                        .find(|&d| ratio_from_distance(d, total) > threshold);
+                    let want = max.filter(|&m| a.abs_diff(b) <= m).map(|m| (total, m));
+                    assert_eq!(length_bound(a, b, threshold), want, "{a}, {b}, {threshold}");
+                }
+            }
+        }
     }
 
     #[test]

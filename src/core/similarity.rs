@@ -227,6 +227,32 @@ pub fn max_distance_where(total: usize, accept: impl Fn(f64) -> bool) -> Option<
     Some(lo)
 }
 
+/// The largest indel distance whose ratio is above `threshold`, for texts
+/// of total length `total` (`None` when none is): what
+/// `max_distance_where(total, |r| r > threshold)` gives, found from the
+/// ratio's closed form and checked against the same floating-point
+/// expression, so a few evaluations instead of a binary search.
+pub fn max_distance_above(total: usize, threshold: f64) -> Option<usize> {
+    let accept = |d: usize| ratio_from_distance(d, total) > threshold;
+    // (The ratio falls as the distance grows; the guess is off by rounding
+    // only, and the walks below correct it exactly.)
+    let mut d = (((1.0 - threshold) * total as f64).floor().max(0.0) as usize).min(total);
+    if accept(d) {
+        while d < total && accept(d + 1) {
+            d += 1;
+        }
+        Some(d)
+    } else {
+        while d > 0 {
+            d -= 1;
+            if accept(d) {
+                return Some(d);
+            }
+        }
+        None
+    }
+}
+
 /// python-Levenshtein's `Levenshtein.ratio(a, b)`.
 pub fn lev_ratio(a: &str, b: &str) -> f64 {
     lev_ratio_cutoff(a, b, 0.0)
@@ -436,6 +462,44 @@ mod tests {
         assert_eq!(max_distance_where(40, |r| r > 0.9), Some(3));
         assert_eq!(max_distance_where(0, |r| r > 0.9), Some(0));
         assert_eq!(max_distance_where(10, |r| r > 1.0), None);
+    }
+
+    #[test]
+    fn max_distance_above_is_the_binary_search() {
+        // Thresholds at ratios the scan meets exactly (k / total), beside
+        // them, and outside [0, 1]; totals small and large.
+        let mut thresholds = vec![
+            -0.5,
+            0.0,
+            0.5,
+            0.8,
+            0.85,
+            0.9,
+            0.95,
+            0.99,
+            1.0,
+            1.5,
+            f64::NAN,
+        ];
+        for total in [1usize, 3, 7, 40, 41, 100, 1000, 99_991] {
+            for k in [0, 1, total / 10, total / 2, total - 1, total] {
+                let r = ratio_from_distance(k, total);
+                thresholds.extend([
+                    r,
+                    f64::from_bits(r.to_bits() + 1),
+                    f64::from_bits(r.to_bits().max(1) - 1),
+                ]);
+            }
+        }
+        for total in (0..300).chain([1000, 4096, 99_991, 1_000_003]) {
+            for &t in &thresholds {
+                assert_eq!(
+                    max_distance_above(total, t),
+                    max_distance_where(total, |r| r > t),
+                    "total {total}, threshold {t}"
+                );
+            }
+        }
     }
 
     #[test]
