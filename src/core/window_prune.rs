@@ -48,31 +48,78 @@ pub(crate) fn may_be_near(a: &PruneRow, b: &PruneRow, threshold: f64) -> bool {
 /// second, exact call needs.
 pub fn needed(rows: &[PruneRow], threshold: f64, distance: usize) -> Vec<bool> {
     // (Each pair once: the bounds are symmetric, and a pair of rows both
-    // known to need their texts is not looked at.)
+    // known to need their texts is not looked at. A settled row's partners
+    // are only the rows not settled and the rows of other groups, so it
+    // visits those alone: the unsettled rows within reach by a list of
+    // them, the other groups' rows from where the next one begins.)
+    let n = rows.len();
     let mut need: Vec<bool> = rows
         .iter()
         .map(|r| !r.placeholder && (r.settled.is_none() || threshold <= 0.0))
         .collect();
-    for i in 0..rows.len() {
+    let unsettled: Vec<usize> = (0..n)
+        .filter(|&j| !rows[j].placeholder && rows[j].settled.is_none())
+        .collect();
+    let other_group = first_of_another_group(rows);
+    let look = |i: usize, j: usize, need: &mut [bool]| {
+        let (a, b) = (&rows[i], &rows[j]);
+        if b.placeholder || (need[i] && need[j]) || (a.settled.is_some() && a.settled == b.settled)
+        {
+            return;
+        }
+        if may_be_near(a, b, threshold) {
+            need[i] = true;
+            need[j] = true;
+        }
+    };
+    for i in 0..n {
         let a = &rows[i];
         if a.placeholder {
             continue;
         }
-        for j in i + 1..rows.len().min(i.saturating_add(distance).saturating_add(1)) {
-            let b = &rows[j];
-            if b.placeholder
-                || (need[i] && need[j])
-                || (a.settled.is_some() && a.settled == b.settled)
-            {
-                continue;
+        let end = n.min(i.saturating_add(distance).saturating_add(1));
+        if a.settled.is_none() {
+            for j in i + 1..end {
+                look(i, j, &mut need);
             }
-            if may_be_near(a, b, threshold) {
-                need[i] = true;
-                need[j] = true;
-            }
+            continue;
+        }
+        let from = unsettled.partition_point(|&j| j <= i);
+        for &j in unsettled[from..].iter().take_while(|&&j| j < end) {
+            look(i, j, &mut need);
+        }
+        let later = rows.iter().enumerate().take(end).skip(other_group[i]);
+        for (j, _) in later.filter(|(_, b)| b.settled.is_some()) {
+            look(i, j, &mut need);
         }
     }
     need
+}
+
+/// For each settled row, the first position after it that holds a settled
+/// row (not a placeholder) of another group; the length of `rows` when
+/// none does (and for the other rows).
+fn first_of_another_group(rows: &[PruneRow]) -> Vec<usize> {
+    let n = rows.len();
+    let mut first = vec![n; n];
+    // (From the right: the nearest settled row after each, and its own
+    // answer when it is of the same group.)
+    let mut next_settled: Option<usize> = None;
+    for i in (0..n).rev() {
+        let r = &rows[i];
+        if r.placeholder || r.settled.is_none() {
+            continue;
+        }
+        if let Some(k) = next_settled {
+            first[i] = if rows[k].settled != r.settled {
+                k
+            } else {
+                first[k]
+            };
+        }
+        next_settled = Some(i);
+    }
+    first
 }
 
 /// The rows whose histograms [`needed`] must be given to be exact, when
