@@ -152,9 +152,18 @@ VARIANTS = [
 ]
 
 
+#: lsh variants: the most candidate-graph edges one task labels whole
+#: (`_lsh.TASK_EDGES`): 0 finds the components by Spark rounds alone, a few
+#: by rounds and then the task, None (the default) by the task alone.
+TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None}
+
+
 @pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])
-def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, name, settings):
+def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, name, settings, monkeypatch):
     from sqlite_dedup import spark as dedup_spark
+    from sqlite_dedup.spark import _lsh
+    if TASK_EDGES.get(name) is not None:
+        monkeypatch.setattr(_lsh, "TASK_EDGES", TASK_EDGES[name])
     whole = P.copy_corpus(tmp_path)
     shards = split(whole, tmp_path, [0.05, 0.1, 0.3, 0.35, 0.6, 0.9])
     before = [dump(p) for p in shards]
@@ -168,8 +177,15 @@ def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, 
         # Ranges of 60 positions, a window of 49: boundaries fall inside groups.
         assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
     if settings.get("threshold", 0.9) < 1.0 and "near_mode" in settings:
-        # Many components (each scanned apart), found in more than one round.
-        assert report["lsh_components"] > 100 and report["lsh_rounds"] > 1
+        # Many components (each scanned apart), found by rounds, a task, or both.
+        assert report["lsh_components"] > 100
+        limit = TASK_EDGES[name]
+        if limit == 0:
+            assert report["lsh_rounds"] > 1 and report["lsh_task_edges"] == 0
+        elif limit is None:
+            assert report["lsh_rounds"] == 0 and report["lsh_task_edges"] > 0
+        else:
+            assert report["lsh_rounds"] > 0 and 0 < report["lsh_task_edges"] <= limit
     if name == "default":
         # A second run over the shards is a second run over the database
         # (placeholders of phase 4 kept in every shard's archive).
@@ -208,7 +224,79 @@ def test_a_100k_builder_corpus_in_seven_unequal_shards_equals_one_database(spark
     if mode == "window":
         assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
     else:
-        assert report["lsh_components"] > 100 and report["lsh_rounds"] > 1
+        # (At this size one task labels the whole candidate graph.)
+        assert report["lsh_components"] > 100 and report["lsh_rounds"] == 0 and report["lsh_task_edges"] > 0
+
+
+def components_by_search(groups):
+    """The oracle: {pos: smallest pos of its component} of the graph in
+    which the members of each group are linked, by breadth-first search."""
+    links = {}
+    for members in groups:
+        for m in members:
+            links.setdefault(m, set()).update(members)
+    out = {}
+    for start in sorted(links):
+        if start in out:
+            continue
+        seen, todo = {start}, [start]
+        while todo:
+            for n in links[todo.pop()]:
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        for n in seen:
+            out[n] = min(seen)
+    return {n: m for n, m in out.items() if len(links[n]) > 1}
+
+
+def random_groups(rng, nodes, groups):
+    """Random (band, key) groups: most of two or three rows, some larger,
+    some of one row (no candidates), chains across them."""
+    return [rng.sample(range(nodes), rng.choice([1, 2, 2, 3, 3, 5, 12])) for _ in range(groups)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_smallest_linked_labels_every_node_with_its_components_smallest(seed):
+    import random
+    import numpy as np
+    from sqlite_dedup.spark._lsh import smallest_linked
+    rng = random.Random(seed)
+    groups = [g for g in random_groups(rng, 3000, 1500) if len(g) > 1]
+    # (Edges in any order and direction, repeated: a path for each group.)
+    pairs = [(g[i], g[i + 1]) if rng.random() < 0.5 else (g[i + 1], g[i]) for g in groups for i in range(len(g) - 1)]
+    pairs += rng.sample(pairs, 200)
+    nodes, label = smallest_linked(np.array([a for a, _ in pairs], dtype=np.int64),
+                                   np.array([b for _, b in pairs], dtype=np.int64))
+    assert dict(zip(nodes.tolist(), label.tolist())) == components_by_search(groups)
+
+
+@pytest.mark.parametrize("task_edges", [0, 1000, None])
+def test_lsh_components_equal_a_breadth_first_search(spark, monkeypatch, task_edges):
+    """Components of random band groups by Spark rounds only (0), rounds
+    then one task (1,000 edges), and one task only (the default), against a
+    search in Python."""
+    import random
+    from sqlite_dedup.spark import _lsh
+    rng = random.Random(7)
+    # (A long chain through many groups, so that rounds are needed.)
+    groups = random_groups(rng, 4000, 1800) + [[i, i + 1] for i in range(5000, 5400)]
+    rows = [(pos, band, key) for key, members in enumerate(groups) for band, pos in [(key % 4, m) for m in members]]
+    keys = spark.createDataFrame(rows, "pos long, band long, key long").repartition(3)
+    if task_edges is not None:
+        monkeypatch.setattr(_lsh, "TASK_EDGES", task_edges)
+    labels, rounds, merged = _lsh.components(keys)
+    got = {r["pos"]: r["label"] for r in labels.collect()}
+    for df in _lsh.CACHED:
+        df.unpersist()
+    _lsh.CACHED.clear()
+    assert got == components_by_search(groups)
+    if task_edges == 0:
+        assert rounds > 1 and merged == 0
+    elif task_edges is None:
+        assert rounds == 0 and merged > 0
+    else:
+        assert rounds > 0 and 0 < merged <= task_edges
 
 
 def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
