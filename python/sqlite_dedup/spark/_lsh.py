@@ -13,13 +13,15 @@ whole scan's removals."""
 
 from . import _tasks
 
-#: Up to this many labelled rows (16 bytes each), the components' rounds
-#: send every task the labels whole instead of shuffling the edges.
-BROADCAST_LABELS = 2_000_000
+#: Up to this many labelled rows, the components' joins send every task
+#: the labels whole (a broadcast, built on the driver: tens of MB) instead
+#: of shuffling the edges.
+BROADCAST_LABELS = 1_000_000
 
-#: The candidate graph one task labels whole (in memory, 16 bytes an
-#: edge) once no more than this many edges join different labels; above
-#: it, Spark rounds shrink that graph first.
+#: The candidate graph one task labels whole (in memory: under 100 bytes
+#: an edge at its peak, so about 2 GB here) once no more than this many
+#: edges join different labels; above it, Spark rounds shrink that graph
+#: first.
 TASK_EDGES = 20_000_000
 
 #: DataFrames this module cached for the plan being made (the plan drops
