@@ -120,7 +120,7 @@ def _merge_task(batches):
     yield pa.RecordBatch.from_arrays([pa.array(nodes[moved]), pa.array(final[moved])], names=["label", "final"])
 
 
-def components(keys, task_edges=None, max_rounds=10000):
+def components(keys, max_rounds=10000):
     """(pos, label) for every row that shares a band key with another: the
     label is the smallest pos of its connected component; the Spark rounds
     it took; and the edges one task merged at the end (0: none).
@@ -128,15 +128,14 @@ def components(keys, task_edges=None, max_rounds=10000):
     Each row starts labelled with its smallest neighbour in the stars
     ([`star_edges`]). The edges whose ends have different labels, as pairs
     of labels, are a smaller graph with the same components of labels;
-    while it has more than `task_edges` edges (default TASK_EDGES), a
-    round moves each label to its smallest neighbour's there (and that
-    one's), every row to its label's, and then to its new label's label
-    (pointer jumping: a chain halves each round); then one task
-    labels that graph whole ([`smallest_linked`]). Never on the driver."""
+    while it has more than TASK_EDGES edges, a round moves each label to
+    its smallest neighbour's there (and that one's), every row to its
+    label's, and then to its new label's label (pointer jumping: a chain
+    halves each round); then one task labels that graph whole
+    ([`smallest_linked`]). Never on the driver."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    limit = TASK_EDGES if task_edges is None else task_edges
     edges = star_edges(keys).persist(StorageLevel.MEMORY_AND_DISK)
     CACHED.append(edges)
     # (Edges go from smaller to larger pos.)
@@ -158,7 +157,7 @@ def components(keys, task_edges=None, max_rounds=10000):
         left = cross.count()
         if left == 0:
             return labels, rounds, 0
-        if left <= limit:
+        if left <= TASK_EDGES:
             final = cross.repartition(1).mapInArrow(_merge_task, "label long, final long")
             labels = (labels.join(F.broadcast(final) if small else final, "label", "left")
                       .select("pos", F.coalesce("final", "label").alias("label"))
