@@ -154,11 +154,37 @@ impl UrlOptions {
         Ok(opts)
     }
 
+    /// The first pattern of `ignore` (in the list's order) that `url`
+    /// contains: `ignore.iter().find(|p| url.contains(p))`, in one pass
+    /// over the URL that tries the patterns only where one can begin (the
+    /// default ones all begin with `/`) instead of one search a pattern.
     fn ignored_pattern(&self, url: &str) -> Option<&str> {
-        self.ignore
-            .iter()
-            .find(|p| url.contains(p.as_str()))
-            .map(String::as_str)
+        let hay = url.as_bytes();
+        let mut begins = [false; 256];
+        // (An empty pattern is in every URL.)
+        let mut best = self.ignore.iter().position(String::is_empty);
+        for p in &self.ignore {
+            if let Some(&b) = p.as_bytes().first() {
+                begins[b as usize] = true;
+            }
+        }
+        for (i, &b) in hay.iter().enumerate() {
+            if !begins[b as usize] {
+                continue;
+            }
+            let rest = &hay[i..];
+            let before = best.unwrap_or(self.ignore.len());
+            if let Some(k) = self.ignore[..before]
+                .iter()
+                .position(|p| !p.is_empty() && rest.starts_with(p.as_bytes()))
+            {
+                best = Some(k);
+                if k == 0 {
+                    break;
+                }
+            }
+        }
+        best.map(|k| self.ignore[k].as_str())
     }
 
     fn is_tracking(&self, name: &str) -> bool {
@@ -685,6 +711,32 @@ mod tests {
             canon("https://app.example.org/#/room/abc"),
             "https://app.example.org#/room/abc"
         );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn the_ignored_pattern_is_the_first_one_the_url_contains(
+            url in "[/ab.?=]{0,40}",
+            ignore in proptest::collection::vec("[/ab]{0,4}/?", 0..6),
+        ) {
+            let o = UrlOptions { ignore, ..UrlOptions::default() };
+            let plain = o.ignore.iter().find(|p| url.contains(p.as_str())).map(String::as_str);
+            prop_assert_eq!(o.ignored_pattern(&url), plain);
+        }
+    }
+
+    #[test]
+    fn the_default_ignored_patterns_are_found_in_their_order() {
+        let o = UrlOptions::default();
+        assert_eq!(o.ignored_pattern("https://x.org/a/tags/b"), Some("/tags/"));
+        // Both contained: the one listed first wins, wherever it is.
+        assert_eq!(o.ignored_pattern("https://x.org/users/tag/"), Some("/tag/"));
+        assert_eq!(
+            o.ignored_pattern("https://x.org/registered"),
+            Some("/register")
+        );
+        assert_eq!(o.ignored_pattern("https://x.org/tagged/a"), None);
     }
 
     proptest! {

@@ -380,12 +380,20 @@ pub fn write(
          WHERE source_rowid IN (SELECT dedup_rowid FROM main.dedup_rewritten
                                 WHERE rowid > {rewritten_after} AND dedup_run = {run});
          DELETE FROM temp._dedup_prepared WHERE source_rowid IN (SELECT source_rowid FROM temp._dedup_before);
+         DROP TABLE IF EXISTS temp._dedup_url_only;
+         CREATE TEMP TABLE _dedup_url_only AS SELECT * FROM temp._dedup_before
+         WHERE skip_reason IS NULL AND fill_parsed IS NULL;
          DROP VIEW IF EXISTS temp._dedup_todo;
          CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source
-         WHERE rid IN (SELECT source_rowid FROM temp._dedup_before);"
+         WHERE rid IN (SELECT source_rowid FROM temp._dedup_before
+                       WHERE source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_url_only));"
     ))?;
     lap("index: rewritten rows", &mut step);
+    // (Rows whose rewrite filled a text column: phase 1 whole; the others'
+    // texts are as they were: their URLs' functions only.)
     db.execute_batch(scripts::prepare_rows_sql())?;
+    db.execute_batch(scripts::REWRITTEN_URLS)?;
+    db.execute_batch("DROP TABLE temp._dedup_url_only;")?;
     lap("index: rewritten rows prepared", &mut step);
     // 2. The rows to (re)write. A rewritten row whose phase-1 values
     //    changed, or that a run would rewrite again, is unsettled (fp 0).

@@ -11,7 +11,7 @@ use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 43] = [
+pub const TEMP_OBJECTS: [(&str, &str); 44] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
     ("TABLE", "_dedup_lsh_new"),
@@ -28,6 +28,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 43] = [
     ("TABLE", "_dedup_lost"),
     ("TABLE", "_dedup_near_rows"),
     ("TABLE", "_dedup_domain_delta"),
+    ("TABLE", "_dedup_url_only"),
     ("TABLE", "_dedup_before"),
     ("TABLE", "_dedup_incremental"),
     ("TABLE", "_dedup_fingerprint"),

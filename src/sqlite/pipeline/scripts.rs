@@ -152,6 +152,10 @@ const PLACEHOLDERS: &str = include_str!("../../../sql/04_placeholders.sql");
 /// Phase 1's script.
 const PHASE1: &str = include_str!("../../../sql/01_canonicalize.sql");
 
+/// Phase 1's values of rows a run rewrote only the URL columns of, into
+/// `temp._dedup_prepared` (from `temp._dedup_url_only`: see the script).
+pub const REWRITTEN_URLS: &str = include_str!("../../../sql/01_rewritten_urls.sql");
+
 /// Phase 1's statement that prepares the rows of `temp._dedup_todo` into
 /// `temp._dedup_prepared` (between its `-- @rows` markers).
 pub fn prepare_rows_sql() -> &'static str {
