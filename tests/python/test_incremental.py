@@ -612,3 +612,30 @@ def test_the_index_by_domain_is_kept_only_for_n_min(tmp_path):
     assert again["kind"] == "incremental" and again["removed"].get("5") == 1, again["removed"]
     assert report(conn, {})["kind"] == "full"
     assert not has_domain_index()
+
+
+@pytest.mark.parametrize("settings", [{}, {"compat": "reference"}, {"url_options": "keep_params,strip_www,https"}],
+                         ids=["default", "compat", "keep-params-www-https"])
+def test_the_index_holds_what_phase_1_makes_of_each_row_after_the_run(tmp_path, settings):
+    """A run rewrites its survivors (their URLs, and the text columns it
+    filled), and the index keeps what phase 1 makes of each row as it is
+    after the run. Expected: a full plan of the table afterwards, which runs
+    phase 1 from scratch on every row. Rows whose text the run filled (HTML
+    content, no parsed) are among them, as are rows whose URL alone changed."""
+    db = P.copy_corpus(tmp_path)
+    conn = P.connect(db)
+    conn.executemany(
+        "INSERT INTO pages (url, title, content, crawled) VALUES (?, ?, ?, '2030-01-01')",
+        [(f"http://www.html-{i}.example/a/page/?id={i}&utm_source=feed", f"Page {i}",
+          f"<html><body><p>{own_text(i)}</p></body></html>") for i in range(20)])
+    conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+    run = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    rewritten = dict(conn.execute("SELECT name, count(*) FROM dedup_rewritten WHERE dedup_run = ? GROUP BY name",
+                                  (run,)).fetchall())
+    assert rewritten.get("url", 0) > 500 and rewritten.get("parsed") == 20, rewritten
+    conn.execute("SELECT dedup_plan(?)", (json.dumps(dict(settings, full=True)),)).fetchone()
+    cols = "skip_reason, canonical_url, strict_url, domain, content_hash, datetime, crawled, length, category, has_text, https"
+    index = {r[0]: r[1:] for r in conn.execute(f"SELECT rid, {cols} FROM dedup_index")}
+    now = {r[0]: r[1:] for r in conn.execute(f"SELECT source_rowid, {cols} FROM temp._dedup_prepared")}
+    assert len(index) == conn.execute("SELECT count(*) FROM pages").fetchone()[0] > 500
+    assert {rid: values for rid, values in index.items() if values != now[rid]} == {}
