@@ -40,7 +40,7 @@ def _through_sqlite(batches, columns, select, params, out):
         marks = ", ".join("?" * len(columns.split(",")))
         for batch in batches:
             conn.execute("DELETE FROM t")
-            conn.executemany(f"INSERT INTO t VALUES ({marks})", zip(*(c.to_pylist() for c in batch.columns)))
+            _tasks.insert_many(conn, f"INSERT INTO t VALUES ({marks})", zip(*(c.to_pylist() for c in batch.columns)))
             rows = conn.execute(select, params).fetchall()
             if rows:
                 yield pa.RecordBatch.from_arrays(
@@ -194,9 +194,9 @@ def scan_component(table, threshold, election, bands, rows):
         conn.execute("CREATE TABLE sigs (id INTEGER PRIMARY KEY, sig BLOB)")
         for batch in table.to_batches():
             pos = batch.column("pos").to_pylist()
-            conn.executemany("INSERT INTO copy VALUES (?1, ?1, ?2, ?3)",
-                             zip(pos, batch.column("rank").to_pylist(), batch.column("text").to_pylist()))
-            conn.executemany("INSERT INTO sigs VALUES (?, ?)", zip(pos, batch.column("sig").to_pylist()))
+            _tasks.insert_many(conn, "INSERT INTO copy VALUES (?1, ?1, ?2, ?3)",
+                               zip(pos, batch.column("rank").to_pylist(), batch.column("text").to_pylist()))
+            _tasks.insert_many(conn, "INSERT INTO sigs VALUES (?, ?)", zip(pos, batch.column("sig").to_pylist()))
         conn.execute("CREATE TABLE bands AS SELECT b.band, b.key, s.id FROM sigs AS s "
                      "JOIN lsh_bands(s.sig, ?1, ?2) AS b", (bands, rows))
         out = conn.execute("SELECT id, survivor, anchor, ratio FROM near_dups_among('copy', 'bands', ?, ?)",

@@ -47,6 +47,20 @@ def connect(path, readonly=False):
     return conn
 
 
+def insert_many(conn, sql, rows):
+    """`conn.executemany(sql, rows)` in one transaction: the connections
+    here autocommit, and a transaction a row made the inserts into an
+    in-memory database 7x slower (1.69 s against 0.22 s for a 44,804-row
+    lsh component at 100k pages)."""
+    conn.execute("BEGIN")
+    try:
+        conn.executemany(sql, rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def shard_error(index, path, error):
     """A ShardError naming the shard."""
     return ShardError(f"sqlite-dedup spark: shard {index + 1} ({path}): {error}")
@@ -131,8 +145,8 @@ def prepare_batches(batches, id_column, columns, settings_json):
             conn.execute(f"CREATE TABLE pages ({', '.join(columns)})")
             marks = ", ".join("?" * (len(columns) + 1))
             try:
-                conn.executemany(f"INSERT INTO pages (rowid, {', '.join(columns)}) VALUES ({marks})",
-                                 zip(ids, *values))
+                insert_many(conn, f"INSERT INTO pages (rowid, {', '.join(columns)}) VALUES ({marks})",
+                            zip(ids, *values))
             except sqlite3.IntegrityError:
                 raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must be unique") from None
             conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
@@ -154,8 +168,8 @@ def scan_partition(rows, entry_dead, threshold, window):
     try:
         conn.execute("CREATE TABLE scan (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER, settled INTEGER)")
         dead = set(entry_dead)
-        conn.executemany(
-            "INSERT INTO scan VALUES (?1, ?1, ?2, ?3, ?4)",
+        insert_many(
+            conn, "INSERT INTO scan VALUES (?1, ?1, ?2, ?3, ?4)",
             ((pos, None if pos in dead else text, rank, 1 if halo else None) for pos, rank, text, halo in rows))
         removed = conn.execute(
             "SELECT id, survivor, anchor, ratio FROM near_dups('scan', ?, ?)", (threshold, window)).fetchall()
