@@ -373,9 +373,12 @@ pub fn write(
     let bands = super::index_bands::column(incremental, rowid);
     lap("index: band keys", &mut step);
     // 1. Phase 1's values of the rows this run rewrote, as they now are
-    //    (the old ones kept in _dedup_before).
+    //    (the old ones kept in _dedup_before). Nothing looks rows up by
+    //    URL from here on: the URL index of _dedup_prepared goes first, so
+    //    that the rows deleted and written again here do not update it.
     db.execute_batch(&format!(
-        "DROP TABLE IF EXISTS temp._dedup_before;
+        "DROP INDEX IF EXISTS temp._dedup_prepared_url;
+         DROP TABLE IF EXISTS temp._dedup_before;
          CREATE TEMP TABLE _dedup_before AS SELECT * FROM temp._dedup_prepared
          WHERE source_rowid IN (SELECT dedup_rowid FROM main.dedup_rewritten
                                 WHERE rowid > {rewritten_after} AND dedup_run = {run});
