@@ -154,6 +154,21 @@ impl UrlOptions {
         Ok(opts)
     }
 
+    /// Whether `self` and `other` canonicalize `url` alike because they
+    /// differ at most in `keep_params` and `url` has no `?`: only a query
+    /// reads `keep_params` (and no rule makes a `?` of anything else:
+    /// percent-escapes of reserved characters stay escaped). Phase 1 then
+    /// takes a row's strict URL from its canonical one without a second
+    /// parse.
+    pub fn alike_for(&self, other: &UrlOptions, url: &str) -> bool {
+        !url.contains('?')
+            && self.strip_www == other.strip_www
+            && self.prefer_https == other.prefer_https
+            && self.ignore == other.ignore
+            && self.keep == other.keep
+            && self.tracking == other.tracking
+    }
+
     /// The first pattern of `ignore` (in the list's order) that `url`
     /// contains: `ignore.iter().find(|p| url.contains(p))`, in one pass
     /// over the URL that tries the patterns only where one can begin (the
@@ -882,6 +897,51 @@ mod tests {
             .prop_map(|(wrappers, scheme, host, path, query, frag)| {
                 format!("{}{scheme}://{host}{path}{query}{frag}", wrappers.concat())
             })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn options_alike_for_a_url_canonicalize_it_alike(
+            url in nested_url(),
+            strip_www in any::<bool>(),
+            https in any::<bool>(),
+        ) {
+            let o = UrlOptions { strip_www, prefer_https: https, ..UrlOptions::default() };
+            let kept = UrlOptions { keep_params: true, ..o.clone() };
+            if o.alike_for(&kept, &url) {
+                prop_assert_eq!(canonicalize(&url, &o), canonicalize(&url, &kept), "{:?}", url);
+            } else {
+                prop_assert!(url.contains('?'));
+            }
+        }
+    }
+
+    #[test]
+    fn options_are_alike_only_without_a_query_and_but_for_keep_params() {
+        let o = UrlOptions::default();
+        let kept = UrlOptions {
+            keep_params: true,
+            ..o.clone()
+        };
+        assert!(o.alike_for(&kept, "https://x.org/a#b"));
+        assert!(!o.alike_for(&kept, "https://x.org/a?id=1"));
+        assert!(!o.alike_for(&kept, "https://x.org/a#?id=1"));
+        let www = UrlOptions {
+            strip_www: true,
+            ..kept.clone()
+        };
+        assert!(!o.alike_for(&www, "https://www.x.org/a"));
+        // (the reason: these two differ on that URL)
+        assert_ne!(
+            canonicalize("https://www.x.org/a", &o),
+            canonicalize("https://www.x.org/a", &www)
+        );
+        let ignore = UrlOptions {
+            ignore: vec!["/a".into()],
+            ..kept
+        };
+        assert!(!o.alike_for(&ignore, "https://x.org/a"));
     }
 
     proptest! {

@@ -136,17 +136,22 @@ pub(crate) fn int_arg(
 }
 
 thread_local! {
-    /// The defaults, and the last options text parsed on this thread: the
-    /// pipeline passes options computed per row (SQLite keeps auxiliary
+    /// The defaults, and the last options texts parsed on this thread (the
+    /// latest first): the pipeline passes options computed per row (SQLite keeps auxiliary
     /// data only for constant arguments), nearly always the same text, and
     /// parsing them for each of the three URL functions of each row was a
     /// third of phase 1's time (allocating the default parameter lists).
     static DEFAULT_OPTIONS: Arc<UrlOptions> = Arc::new(UrlOptions::default());
-    static LAST_OPTIONS: RefCell<Option<(Vec<u8>, Arc<UrlOptions>)>> = const { RefCell::new(None) };
+    static LAST_OPTIONS: RefCell<Vec<(Vec<u8>, Arc<UrlOptions>)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// How many options texts [`LAST_OPTIONS`] keeps: phase 1 passes two a row
+/// (the canonical and the strict URL's), which one entry would parse
+/// again on every call.
+const OPTIONS_KEPT: usize = 4;
+
 /// The URL options of argument `i`, parsed once per statement (SQLite
-/// auxiliary data) or per distinct text ([`LAST_OPTIONS`]); the defaults
+/// auxiliary data) or per distinct recent text ([`LAST_OPTIONS`]); the defaults
 /// when the argument is absent.
 fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Arc<UrlOptions>> {
     if ctx.len() <= i {
@@ -155,15 +160,21 @@ fn url_options(ctx: &Context<'_>, i: usize, function: &'static str) -> Result<Ar
     let ValueRef::Text(spec) = ctx.get_raw(i) else {
         return parse_url_options(ctx, i, function);
     };
-    let cached = LAST_OPTIONS.with(|cell| match &*cell.borrow() {
-        Some((text, opts)) if text.as_slice() == spec => Some(opts.clone()),
-        _ => None,
+    let cached = LAST_OPTIONS.with(|cell| {
+        cell.borrow()
+            .iter()
+            .find(|(text, _)| text.as_slice() == spec)
+            .map(|(_, opts)| opts.clone())
     });
     if let Some(opts) = cached {
         return Ok(opts);
     }
     let opts = parse_url_options(ctx, i, function)?;
-    LAST_OPTIONS.with(|cell| *cell.borrow_mut() = Some((spec.to_vec(), opts.clone())));
+    LAST_OPTIONS.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        kept.insert(0, (spec.to_vec(), opts.clone()));
+        kept.truncate(OPTIONS_KEPT);
+    });
     Ok(opts)
 }
 
@@ -202,7 +213,8 @@ fn parse_url_options(
 thread_local! {
     /// The last URL canonicalized on this thread, with its options and
     /// result: `canonical_url`, `url_domain` and `url_discard_reason` of one
-    /// row parse the URL once.
+    /// row parse the URL once (and its strict URL too, when options alike
+    /// for it make the same: [`url::UrlOptions::alike_for`]).
     static LAST_URL: RefCell<Option<(String, Arc<UrlOptions>, UrlResult)>> = const { RefCell::new(None) };
 }
 
@@ -217,7 +229,9 @@ fn canonicalize_cached<T>(
     LAST_URL.with(|cell| {
         let mut last = cell.borrow_mut();
         match &*last {
-            Some((url, o, result)) if url == u && (Arc::ptr_eq(o, opts) || **o == **opts) => {
+            Some((url, o, result))
+                if url == u && (Arc::ptr_eq(o, opts) || **o == **opts || o.alike_for(opts, u)) =>
+            {
                 pick(result)
             }
             _ => {
