@@ -26,3 +26,24 @@ def corpus(n):
 def pages(n):
     """The number of pages of corpus `n`."""
     return 20000 if n == "ref20k" else int(n)
+
+
+def evict(*paths):
+    """Drops the files' pages from the OS page cache (written out first), so
+    that the copy a timed run reads starts from a known cache: with
+    `warm` after, the one file read whole into it."""
+    os.sync()
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def warm(*paths):
+    """Reads the files whole, into the OS page cache."""
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while f.read(1 << 24):
+                pass

@@ -33,7 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benches"))
-from corpora import DATA, corpus  # noqa: E402
+from corpora import DATA, corpus, evict, warm  # noqa: E402
 
 EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
 
@@ -56,27 +56,6 @@ def run(path, settings, extension=EXTENSION):
                          check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr)  # (DEDUP_TRACE=1: the extension's seconds per step)
     return json.loads(out.stdout)
-
-
-def evict(*paths):
-    """Drops the files' pages from the OS page cache (written out first):
-    the copies a run reads stay cached as they were written, whatever the
-    base and batch databases took."""
-    os.sync()
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def warm(*paths):
-    """Reads the files whole, into the OS page cache."""
-    for p in paths:
-        with open(p, "rb", buffering=0) as f:
-            while f.read(1 << 24):
-                pass
 
 
 def state(path):

@@ -341,6 +341,37 @@ def test_a_placeholder_keeps_the_slot_its_row_had(tmp_path):
     assert table_state(conn) == table_state(full)
 
 
+def test_a_full_run_writes_the_placeholders_the_next_full_run_takes(tmp_path):
+    """The rows a full run removes in phases 4 and 5 are the next run's
+    placeholders: the index writes them from the run's own values, and the
+    next full run takes them from the archive (sql/04_placeholders.sql).
+    Both must name the same rows at the same places. Phase 5 (n_min 4)
+    removes a small domain's rows: one with parsed text, one whose HTML
+    content gives an empty text (a placeholder: it had a text column), one
+    with an empty parsed text and no content (not one). Phase 4 removes a
+    near copy."""
+    db = str(tmp_path / "slots.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, title TEXT, content TEXT, parsed TEXT, crawled TEXT)")
+    big = [(f"https://big.example/p{i}?utm_source=x", None, None, own_text(10 + i), "2026-01-01") for i in range(5)]
+    big.append(("https://big.example/p9", None, None, own_text(10) + " and one more", "2026-02-01"))
+    small = [("https://small.example/text", None, None, own_text(30), "2026-01-01"),
+             ("https://small.example/empty-html", "", "<html><body><script>x()</script></body></html>", None,
+              "2026-01-01"),
+             ("https://small.example/empty", None, None, "", "2026-01-01")]
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?, ?)", big + small)
+    first = report(conn, {"n_min": 4})
+    assert first["removed"] == {"4": 1, "5": 3}, first
+    written = set(conn.execute("SELECT url, id FROM dedup_index_order WHERE placeholder = 1"))
+    conn.execute("SELECT dedup_plan(?)", (json.dumps({"n_min": 4, "full": True}),)).fetchone()
+    taken = set(conn.execute("SELECT url, id FROM temp._dedup_placeholders"))
+    # (by hand: the near copy p0 (rowid 1, for p9), and small.example's
+    # rows 7 and 8, not 9)
+    assert taken == {("https://big.example/p0", 1), ("https://small.example/text", 7),
+                     ("https://small.example/empty-html", 8)}
+    assert written == taken
+
+
 def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)

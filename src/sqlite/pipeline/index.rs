@@ -467,8 +467,22 @@ pub fn write(
     lap("index: rows", &mut step);
     // 3. The scan order: this run's rows kept with text, and placeholders
     //    (a full run's, and the rows removed now in phases 4-5 that the next
-    //    run's placeholders take, as 04a_near_input.sql chooses them).
+    //    run's placeholders take, as sql/04_placeholders.sql chooses them
+    //    from the archive: a valid text, parsed or filled from content, and
+    //    a canonical URL). A full run prepared every row it removes, so
+    //    their phase-1 values say it without reading the archive (whose
+    //    rows of the run, all of them, a scan would read whole): no skip
+    //    reason, and a text filled (fill_parsed) or a parsed one not empty
+    //    (has_text without a fill). An incremental run reads the few rows
+    //    it archived, since the settled ones it removes were not prepared.
     let archive = super::schema::archive_view_body(db, source, Some(run))?;
+    let placeholders_prepared = "SELECT p.canonical_url, x.source_rowid, 1, NULL
+         FROM temp._dedup_removal AS x
+         JOIN temp._dedup_prepared AS p ON p.source_rowid = x.source_rowid
+         CROSS JOIN temp._dedup_run AS r
+         WHERE x.phase IN (4, 5) AND r.threshold < 1.0
+           AND p.skip_reason IS NULL AND (p.fill_parsed IS NOT NULL OR p.has_text)
+           AND p.canonical_url IS NOT NULL";
     let placeholders = format!(
         "INSERT OR IGNORE INTO main.dedup_index_order
          SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
@@ -539,15 +553,24 @@ pub fn write(
             .chain((n_min > 0).then_some(&DOMAIN_KEY))
             .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index {on};"))
             .collect();
+        // (The order written whole in its key's order: appended, its
+        // pages filled, rather than the placeholders inserted between.)
         db.execute_batch(&format!(
             "DELETE FROM main.dedup_index_order;
              INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT i.url, i.id, 1 - i.own, CASE WHEN i.own = 1 THEN n.tlen END
-             FROM temp._dedup_near_input AS i
-             LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
-             WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
-             {placeholders}
-             {drop}
+             SELECT url, id, placeholder, tlen FROM (
+               SELECT i.url AS url, i.id AS id, 1 - i.own AS placeholder,
+                      CASE WHEN i.own = 1 THEN n.tlen END AS tlen
+               FROM temp._dedup_near_input AS i
+               LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
+               WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+               UNION ALL
+               {placeholders_prepared}
+             ) ORDER BY url, id, placeholder;"
+        ))?;
+        lap("index: order written", &mut step);
+        db.execute_batch(&format!(
+            "{drop}
              DELETE FROM main.dedup_index;
              INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new;
              {create}"
