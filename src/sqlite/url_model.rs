@@ -40,11 +40,15 @@ pub struct ModelCache(Arc<Mutex<Option<(Stamp, UrlModel)>>>);
 
 /// The tables' stamp now; an error when nothing was learned.
 fn stamp(db: &Connection) -> Result<Stamp> {
-    db.query_row(
-        "SELECT (SELECT value FROM main.dedup_url_state WHERE key = 'version')",
-        [],
-        |r| r.get(0),
-    )
+    use rusqlite::OptionalExtension;
+    Ok(db
+        .query_row(
+            "SELECT value FROM main.dedup_url_state WHERE key = 'version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(Value::Null))
 }
 
 /// A text column, or `None` for NULL and for a value no lookup can match.
