@@ -87,7 +87,13 @@ fn register_adds_exactly_these_functions_and_modules() {
         .collect();
     assert_eq!(
         added,
-        ["lsh_bands", "near_dups", "near_dups_among", "segments"]
+        [
+            "dedup_held_statements",
+            "lsh_bands",
+            "near_dups",
+            "near_dups_among",
+            "segments"
+        ]
     );
 }
 

@@ -27,8 +27,9 @@ pub fn register(db: &Connection) -> Result<()> {
     sort_key::register(db)?;
     segments::register(db)?;
     control::register(db)?;
-    vtab::register(db)?;
+    let held = vtab::held_statements::Held::default();
+    vtab::register(db, held.clone())?;
     pipeline::register(db)?;
-    url_rules::register(db)?;
+    url_rules::register(db, held)?;
     Ok(())
 }

@@ -6,10 +6,13 @@
 //! The stamp is `dedup_url_state`'s `version`: a random number every batch
 //! writes, and that triggers rewrite when anyone edits `dedup_url_rules`.
 //! One indexed read of it per call is the cost of knowing that another
-//! connection or process learned or edited meanwhile. A model learned
+//! connection or process learned or edited meanwhile; its statement is
+//! kept prepared across calls by `dedup_held_statements`
+//! ([`crate::sqlite::vtab::held_statements`]). A model learned
 //! before versions were kept (no `version`) is read for each call, only the
 //! rows of the URL's domain and path.
 
+use std::ffi::CStr;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
@@ -17,6 +20,7 @@ use rusqlite::{Connection, Result};
 
 use crate::core::url_model::{Change, UrlModel};
 use crate::core::url_rules::{RuleKey, UrlParts};
+use crate::sqlite::vtab::held_statements::Held;
 
 /// What identifies one state of the model's tables: `dedup_url_state`'s
 /// `version` (NULL when the model predates versions).
@@ -34,19 +38,27 @@ CREATE TRIGGER IF NOT EXISTS main.dedup_url_rules_deleted AFTER DELETE ON dedup_
 ";
 
 /// A connection's model, shared by its `dupe_probability` and its
-/// `dedup_learn_url_rules`.
-#[derive(Debug, Default, Clone)]
-pub struct ModelCache(Arc<Mutex<Option<(Stamp, UrlModel)>>>);
+/// `dedup_learn_url_rules`, and where the stamp's statement is held.
+#[derive(Clone)]
+pub struct ModelCache {
+    model: Arc<Mutex<Option<(Stamp, UrlModel)>>>,
+    held: Held,
+}
+
+/// The statement that reads the stamp (its comment makes it the only one
+/// with this text: see [`Held::value`]).
+const STAMP: &CStr =
+    c"SELECT value FROM main.dedup_url_state WHERE key = 'version' -- dupe_probability's stamp";
 
 /// The tables' stamp now; an error when nothing was learned.
-fn stamp(db: &Connection) -> Result<Stamp> {
+fn stamp(db: &Connection, held: &Held) -> Result<Stamp> {
     use rusqlite::OptionalExtension;
+    if let Some(found) = held.value(db, STAMP) {
+        return Ok(found?.unwrap_or(Value::Null));
+    }
+    let sql = STAMP.to_str().expect("ASCII");
     Ok(db
-        .query_row(
-            "SELECT value FROM main.dedup_url_state WHERE key = 'version'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(sql, [], |r| r.get(0))
         .optional()?
         .unwrap_or(Value::Null))
 }
@@ -151,6 +163,14 @@ fn load(db: &Connection, only: Option<&UrlParts>) -> Result<UrlModel> {
 }
 
 impl ModelCache {
+    /// An empty cache whose stamp statement `held` keeps.
+    pub fn new(held: Held) -> Self {
+        ModelCache {
+            model: Arc::default(),
+            held,
+        }
+    }
+
     /// The probability that fetching `url` brings no new content
     /// ([`UrlModel::dupe_probability`]), from the model as its tables are
     /// now (an error when they do not exist).
@@ -161,11 +181,11 @@ impl ModelCache {
         key: &str,
         parts: &UrlParts,
     ) -> Result<Option<f64>> {
-        let now = stamp(db)?;
+        let now = stamp(db, &self.held)?;
         let unversioned = now == Value::Null;
         // (A call from inside a call on this connection cannot happen
         // through our SQL, but would read the tables rather than wait.)
-        let locked = self.0.try_lock();
+        let locked = self.model.try_lock();
         let (false, Ok(mut cached)) = (unversioned, locked) else {
             return Ok(load(db, Some(parts))?.dupe_probability(url, key, parts));
         };
@@ -182,7 +202,7 @@ impl ModelCache {
     /// changes applied when the model held was the one it started from,
     /// else the model is dropped (read again at the next call).
     pub fn learned(&self, before: &Stamp, after: Stamp, changes: Vec<Change>) {
-        let Ok(mut cached) = self.0.lock() else {
+        let Ok(mut cached) = self.model.lock() else {
             return;
         };
         match cached.as_mut() {

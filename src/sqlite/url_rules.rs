@@ -13,6 +13,7 @@ use super::pipeline::settings;
 use super::scalars::{check_arity, text_arg, user_error};
 use super::url_learn::{learn, rule_options, rule_parts};
 use super::url_model::ModelCache;
+use super::vtab::held_statements::Held;
 
 /// The probability `url_rule_params` requires by default (MaybeDont's
 /// `AVOID_DUP_CONTENT_THRESHOLD`).
@@ -64,10 +65,11 @@ fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Optio
 }
 
 /// Registers `dedup_learn_url_rules`, `dupe_probability` and
-/// `url_rule_params`.
-pub fn register(db: &Connection) -> Result<()> {
+/// `url_rule_params` (`held`: where `dupe_probability` keeps its stamp
+/// statement prepared).
+pub fn register(db: &Connection, held: Held) -> Result<()> {
     let writes = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
-    let cache = ModelCache::default();
+    let cache = ModelCache::new(held);
     let learner_cache = cache.clone();
     db.create_scalar_function("dedup_learn_url_rules", 0, writes, move |ctx| {
         // Safety: the handle is the connection running this function, used

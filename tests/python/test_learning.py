@@ -256,6 +256,8 @@ def test_dupe_probability_follows_every_change_of_the_model(tmp_path):
     assert set(predictions(held)) == {None}  # nothing learned yet
     held.execute("SELECT dedup_learn_url_rules()").fetchone()
     first = check("first batch")
+    # (The stamp is read through the statement the connection keeps.)
+    assert held.execute("SELECT count(*) FROM dedup_held_statements").fetchone()[0] == 1
     for b in batches[1:3]:
         held.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in b])
         held.execute("SELECT dedup_learn_url_rules()").fetchone()

@@ -117,7 +117,13 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     let need = needed(&rows, threshold, d);
     let tlen: Vec<Option<i64>> = rows.iter().map(|r| r.len.map(|l| l as i64)).collect();
     drop(rows);
-    lap("near_input: needed", &mut step);
+    lap(
+        &format!(
+            "near_input: needed ({} rows compared)",
+            need.iter().filter(|&&n| n).count()
+        ),
+        &mut step,
+    );
     write(db, &entries, &tlen, &need)?;
     lap("near_input: written", &mut step);
     Ok(())
