@@ -475,7 +475,6 @@ pub fn write(
     //    reason, and a text filled (fill_parsed) or a parsed one not empty
     //    (has_text without a fill). An incremental run reads the few rows
     //    it archived, since the settled ones it removes were not prepared.
-    let archive = super::schema::archive_view_body(db, source, Some(run))?;
     let placeholders_prepared = "SELECT p.canonical_url, x.source_rowid, 1, NULL
          FROM temp._dedup_removal AS x
          JOIN temp._dedup_prepared AS p ON p.source_rowid = x.source_rowid
@@ -483,18 +482,6 @@ pub fn write(
          WHERE x.phase IN (4, 5) AND r.threshold < 1.0
            AND p.skip_reason IS NULL AND (p.fill_parsed IS NOT NULL OR p.has_text)
            AND p.canonical_url IS NOT NULL";
-    let placeholders = format!(
-        "INSERT OR IGNORE INTO main.dedup_index_order
-         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
-         FROM ({archive}) AS a
-         LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
-         LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
-         CROSS JOIN temp._dedup_run AS r
-         WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
-           AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
-           AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
-           AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
-    );
     super::index_bands::write(db, incremental)?;
     lap("index: band keys written", &mut step);
     if incremental {
@@ -531,6 +518,19 @@ pub fn write(
                                  WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
         )?;
         lap("index: order's new rows", &mut step);
+        let archive = super::schema::archive_view_body(db, source, Some(run))?;
+        let placeholders = format!(
+            "INSERT OR IGNORE INTO main.dedup_index_order
+             SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
+             FROM ({archive}) AS a
+             LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
+             LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
+             CROSS JOIN temp._dedup_run AS r
+             WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
+               AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
+               AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
+               AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
+        );
         db.execute_batch(&placeholders)?;
         lap("index: order's placeholders", &mut step);
         db.execute_batch(
