@@ -3,6 +3,7 @@ stamp, owned by the eponymous table dedup_held_statements): every host
 still closes its connection, and a host that finalizes every statement
 itself before closing neither crashes nor gets wrong answers. Each host
 runs in a subprocess, so a crash or a failed close is seen."""
+import json
 import os
 import shutil
 import subprocess
@@ -70,7 +71,6 @@ HOST = textwrap.dedent(r"""
 
 def host(tmp_path, steps):
     path = os.path.join(str(tmp_path), "held.db")
-    import json
     out = subprocess.run([PYTHON, "-c", HOST, path, EXTENSION, json.dumps(steps)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

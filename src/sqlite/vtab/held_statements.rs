@@ -6,12 +6,12 @@
 //! of many calls (`dupe_probability` reads one stamp row). Kept prepared
 //! by the function alone, it would make `sqlite3_close` fail ("unfinalized
 //! statements") in the shell, and leave a zombie connection under
-//! `sqlite3_close_v2`. So its owner is this eponymous table, which the
-//! extension connects when it is loaded: SQLite disconnects every virtual
-//! table, eponymous ones included, before `sqlite3_close` checks for
-//! unfinalized statements, and the disconnect finalizes them. (The table
-//! is connected by the first use, not at load: naming a table reads the
-//! schema, which loading the extension must not depend on.) A host may
+//! `sqlite3_close_v2`. So its owner is this eponymous table: SQLite
+//! disconnects every virtual table, eponymous ones included, before
+//! `sqlite3_close` checks for unfinalized statements, and the disconnect
+//! finalizes them. (The table is connected by the first use, not at load:
+//! naming a table reads the schema, which loading the extension must not
+//! depend on.) A host may
 //! also finalize every statement of the connection itself
 //! (`sqlite3_next_stmt`) before it closes: before each use, and before it
 //! finalizes, the owner checks that the statement is still one of the
