@@ -57,10 +57,10 @@ WHERE r.n_min > 0 AND c.pages < r.n_min AND p.source_rowid IN (SELECT rid FROM _
 INSERT INTO _dedup_prepared
 SELECT x.rid, NULL, x.canonical_url, x.domain, NULL, NULL, x.content_hash, x.datetime, x.crawled,
        x.length, x.category, NULL, x.has_text, x.strict_url, x.https, 0, NULL
-FROM (SELECT DISTINCT o.canonical_url
+FROM (SELECT DISTINCT o.url_key, o.canonical_url
       FROM (SELECT source_rowid FROM _dedup_near_removed UNION SELECT source_rowid FROM _dedup_domain_removed) AS k
       JOIN main.dedup_index AS o ON o.rid = k.source_rowid) AS u
-CROSS JOIN main.dedup_index AS x ON x.canonical_url = u.canonical_url
+CROSS JOIN main.dedup_index AS x ON x.url_key = u.url_key AND x.canonical_url = u.canonical_url
 WHERE x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT source_rowid FROM _dedup_prepared)
   AND x.rid NOT IN (SELECT rid FROM _dedup_gone);

@@ -417,7 +417,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "7 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "8 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
@@ -452,13 +452,42 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     # The fifth format's index (no band keys) is replaced, and lsh runs fill the keys.
     conn.executescript("""
         DROP TABLE dedup_index_bands;
+        DROP INDEX dedup_index_canonical;
+        DROP INDEX dedup_index_hash;
+        ALTER TABLE dedup_index DROP COLUMN hash_key;
+        ALTER TABLE dedup_index DROP COLUMN url_key;
         ALTER TABLE dedup_index DROP COLUMN bands;
+        CREATE INDEX dedup_index_canonical ON dedup_index (canonical_url);
+        CREATE INDEX dedup_index_hash ON dedup_index (content_hash);
         UPDATE dedup_index_state SET value = '5 0.2.0' WHERE key = 'version';""")
     again = report(conn, {"near_mode": "lsh"})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
     assert conn.execute("SELECT count(*) FROM dedup_index WHERE bands IS NOT NULL").fetchone()[0] > 0
     assert conn.execute("SELECT count(*) FROM dedup_index_bands").fetchone()[0] > 0
     assert report(conn, {"near_mode": "lsh"})["kind"] == "incremental"
+    # The seventh format's index (canonical URLs and content hashes indexed
+    # as texts) is replaced by one on their 8-byte keys.
+    conn.executescript("""
+        DROP INDEX dedup_index_canonical;
+        DROP INDEX dedup_index_hash;
+        ALTER TABLE dedup_index DROP COLUMN url_key;
+        ALTER TABLE dedup_index DROP COLUMN hash_key;
+        CREATE INDEX dedup_index_canonical ON dedup_index (canonical_url);
+        CREATE INDEX dedup_index_hash ON dedup_index (content_hash);
+        UPDATE dedup_index_state SET value = '7 0.2.0' WHERE key = 'version';""")
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    indexed = dict(conn.execute(
+        "SELECT name, sql FROM sqlite_schema WHERE name IN ('dedup_index_canonical', 'dedup_index_hash')"))
+    assert indexed == {"dedup_index_canonical": "CREATE INDEX dedup_index_canonical ON dedup_index (url_key)",
+                       "dedup_index_hash": "CREATE INDEX dedup_index_hash ON dedup_index (hash_key)"}, indexed
+    # Equal texts have equal keys, distinct texts distinct ones, NULL none.
+    for text, key in (("canonical_url", "url_key"), ("content_hash", "hash_key")):
+        pairs = conn.execute(f"SELECT DISTINCT {text}, {key} FROM dedup_index").fetchall()
+        assert len(pairs) > 100
+        assert all((t is None) == (k is None) and (k is None or isinstance(k, int)) for t, k in pairs)
+        assert len({t for t, _ in pairs}) == len({k for _, k in pairs}) == len(pairs), (text, len(pairs))
+    assert report(conn, {})["kind"] == "incremental"
 
 
 def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):

@@ -51,7 +51,7 @@ use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "7";
+pub const FORMAT: &str = "8";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -457,7 +457,9 @@ pub fn write(
                 p.crawled, p.length, p.category, p.has_text, p.https,
                 CASE WHEN p.has_text THEN dedup_chars(coalesce(p.fill_parsed, {parsed})) END AS tlen,
                 CASE WHEN p.has_text THEN dedup_histogram(coalesce(p.fill_parsed, {parsed})) END AS hist,
-                {bands} AS bands
+                {bands} AS bands,
+                CASE WHEN p.canonical_url IS NOT NULL THEN {FINGERPRINT}(p.canonical_url) END AS url_key,
+                CASE WHEN p.content_hash IS NOT NULL THEN {FINGERPRINT}(p.content_hash) END AS hash_key
          FROM {table} AS g
          JOIN temp._dedup_prepared AS p ON p.source_rowid = g.{rowid}
          LEFT JOIN temp._dedup_before AS b ON b.source_rowid = g.{rowid}
