@@ -17,7 +17,10 @@ WITH stripped(id) AS (
   WHERE p.source_rowid IN (SELECT source_rowid FROM _dedup_near_removed UNION SELECT survivor FROM _dedup_near_removed)
     AND strip_segments(g.content, c.hashes) <> g.content
 )
+-- (Inserted in rowid order: appended to the table's b-tree, not put
+-- between its rows, 0.7-0.9 s against 1.7-2.1 s for 672,398 rows at 1M.)
 INSERT INTO _dedup_removal
+SELECT * FROM (
 SELECT source_rowid, 1 AS phase, discard_reason AS reason, NULL AS survivor, NULL AS ratio
 FROM _dedup_prepared WHERE canonical_url IS NULL AND skip_reason IS NULL
 UNION ALL
@@ -36,7 +39,8 @@ SELECT n.source_rowid, 4,
 FROM _dedup_near_removed AS n
 UNION ALL
 SELECT source_rowid, 5, 'domain ' || quote(domain) || ' has ' || pages || ' page(s), fewer than n_min', NULL, NULL
-FROM _dedup_domain_removed;
+FROM _dedup_domain_removed
+) ORDER BY source_rowid;
 
 -- Survivors that share a canonical URL were kept apart by phase 2 (their
 -- URLs differ in a parameter that is neither tracking nor learned, and
@@ -46,6 +50,11 @@ FROM _dedup_domain_removed;
 DROP TABLE IF EXISTS temp._dedup_kept_apart;
 CREATE TEMP TABLE _dedup_kept_apart (domain TEXT, params TEXT, pages INTEGER);
 DROP TABLE IF EXISTS temp._dedup_apart;
+-- Phase 2 left one survivor per URL key, coalesce(strict_url,
+-- canonical_url), so a canonical URL two survivors share is the canonical
+-- URL of a survivor whose strict URL differs from it (a few rows: 5 of 1M
+-- builder pages): the groups are counted among those URLs only, each
+-- looked up by _dedup_prepared_url (0.24 s against 2.9 s at 1M).
 CREATE TEMP TABLE _dedup_apart AS
 SELECT p.source_rowid, p.domain, p.canonical_url, p.strict_url
 FROM _dedup_prepared AS p
@@ -53,7 +62,12 @@ WHERE p.strict_url IS NOT NULL AND p.skip_reason IS NULL AND p.canonical_url IS 
   AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
   AND p.canonical_url IN (
     SELECT q.canonical_url FROM _dedup_prepared AS q
-    WHERE q.strict_url IS NOT NULL AND q.skip_reason IS NULL AND q.canonical_url IS NOT NULL
+    WHERE q.canonical_url IN (
+            SELECT s.canonical_url FROM _dedup_prepared AS s
+            WHERE s.strict_url IS NOT s.canonical_url AND s.strict_url IS NOT NULL
+              AND s.skip_reason IS NULL AND s.canonical_url IS NOT NULL
+              AND s.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal))
+      AND q.strict_url IS NOT NULL AND q.skip_reason IS NULL
       AND q.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
     GROUP BY q.canonical_url HAVING count(*) > 1);
 -- (A group's parameters: those dropped from any of its pages' URLs.)
@@ -116,7 +130,9 @@ SELECT id, at, nullif(ratio, 0.0), ratio = 0.0 FROM (
                     FROM _dedup_near_texts AS a, _dedup_near_texts AS b, _dedup_run AS s
                     WHERE a.id = l.id AND b.id = l.at
                       AND CAST(length(a.text) AS REAL) * length(b.text) <= 1e11) END AS ratio
-  FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id);
+  -- (In rowid order: the texts are read, and the rows inserted, in the
+  -- order the tables keep them; 2.7 s against 4.4 s at 1M pages.)
+  FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id ORDER BY l.id);
 INSERT INTO _dedup_drift
 SELECT f.removed, f.final FROM _dedup_final AS f CROSS JOIN _dedup_run AS s
 WHERE f.below OR f.ratio <= s.threshold;
