@@ -171,27 +171,41 @@ impl UrlOptions {
 
     /// The first pattern of `ignore` (in the list's order) that `url`
     /// contains: `ignore.iter().find(|p| url.contains(p))`, in one pass
-    /// over the URL that tries the patterns only where one can begin (the
-    /// default ones all begin with `/`) instead of one search a pattern.
+    /// over the URL that tries the patterns only where one can begin: at a
+    /// byte some pattern begins with (the default ones all begin with `/`),
+    /// followed by a byte some pattern has second (`/t`, `/c`, ...), instead
+    /// of one search a pattern.
     fn ignored_pattern(&self, url: &str) -> Option<&str> {
         let hay = url.as_bytes();
-        let mut begins = [false; 256];
-        // (An empty pattern is in every URL.)
+        let (mut begins, mut seconds) = ([false; 256], [false; 256]);
+        // (An empty pattern is in every URL; one of one byte leaves the
+        // second byte free.)
         let mut best = self.ignore.iter().position(String::is_empty);
+        let mut any_second = false;
         for p in &self.ignore {
-            if let Some(&b) = p.as_bytes().first() {
-                begins[b as usize] = true;
+            match p.as_bytes() {
+                [] => {}
+                [b] => {
+                    begins[*b as usize] = true;
+                    any_second = true;
+                }
+                [b, c, ..] => {
+                    begins[*b as usize] = true;
+                    seconds[*c as usize] = true;
+                }
             }
         }
         for (i, &b) in hay.iter().enumerate() {
-            if !begins[b as usize] {
+            if !begins[b as usize]
+                || !(any_second || hay.get(i + 1).is_some_and(|&c| seconds[c as usize]))
+            {
                 continue;
             }
             let rest = &hay[i..];
             let before = best.unwrap_or(self.ignore.len());
             if let Some(k) = self.ignore[..before]
                 .iter()
-                .position(|p| !p.is_empty() && rest.starts_with(p.as_bytes()))
+                .position(|p| !p.is_empty() && begins_with(rest, p.as_bytes()))
             {
                 best = Some(k);
                 if k == 0 {
@@ -208,6 +222,13 @@ impl UrlOptions {
             None => name == t,
         })
     }
+}
+
+/// `hay.starts_with(prefix)`, compared byte by byte: patterns are short and
+/// most differ at their second byte, where this stops (`starts_with` calls
+/// `memcmp` for every pattern, a third of a URL's canonicalization).
+fn begins_with(hay: &[u8], prefix: &[u8]) -> bool {
+    prefix.len() <= hay.len() && hay.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
 /// A canonicalized URL with what the pipeline needs beside it.

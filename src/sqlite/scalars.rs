@@ -230,7 +230,10 @@ fn canonicalize_cached<T>(
         let mut last = cell.borrow_mut();
         match &*last {
             Some((url, o, result))
-                if url == u && (Arc::ptr_eq(o, opts) || **o == **opts || o.alike_for(opts, u)) =>
+                if url == u
+                    && (Arc::ptr_eq(o, opts)
+                        || **o == **opts
+                        || (!u.contains('?') && options_alike(o, opts))) =>
             {
                 pick(result)
             }
@@ -239,6 +242,32 @@ fn canonicalize_cached<T>(
                 let out = pick(&result);
                 *last = Some((u.to_owned(), opts.clone(), result));
                 out
+            }
+        }
+    })
+}
+
+/// Two options and whether they are alike for URLs without `?`.
+type AlikePair = (Arc<UrlOptions>, Arc<UrlOptions>, bool);
+
+thread_local! {
+    /// The last pair of options [`options_alike`] compared, and the answer
+    /// (the `Arc`s held, so that their addresses stay theirs).
+    static LAST_ALIKE: RefCell<Option<AlikePair>> = const { RefCell::new(None) };
+}
+
+/// `a.alike_for(b, url)` for a `url` without `?`, remembered for the last
+/// pair: phase 1 asks it of the same two options on every row, and the
+/// answer compares their lists of patterns and parameters.
+fn options_alike(a: &Arc<UrlOptions>, b: &Arc<UrlOptions>) -> bool {
+    LAST_ALIKE.with(|cell| {
+        let mut last = cell.borrow_mut();
+        match &*last {
+            Some((x, y, alike)) if Arc::ptr_eq(x, a) && Arc::ptr_eq(y, b) => *alike,
+            _ => {
+                let alike = a.alike_for(b, "");
+                *last = Some((a.clone(), b.clone(), alike));
+                alike
             }
         }
     })
