@@ -225,8 +225,8 @@ impl UrlOptions {
 }
 
 /// `hay.starts_with(prefix)`, compared byte by byte: patterns are short and
-/// most differ at their second byte, where this stops (`starts_with` calls
-/// `memcmp` for every pattern, a third of a URL's canonicalization).
+/// most differ from the URL at their second byte, where this stops without
+/// a call to `memcmp`.
 fn begins_with(hay: &[u8], prefix: &[u8]) -> bool {
     prefix.len() <= hay.len() && hay.iter().zip(prefix).all(|(a, b)| a == b)
 }
