@@ -13,8 +13,13 @@ the same table and archive. Also: the index's size on disk per kept page.
 With `--also OTHER` (another build of the extension, e.g. the last
 commit's), a third copy runs incrementally with that build, in the same
 pair, and must leave the same table and archive too: this build's time
-against that one's. Disk: the corpus, the kept table, the batch and three
-copies of it (two without `--also`); at 1M pages each is 7.4 GB.
+against that one's. Each pair also times the batch's write floor (issue
+29's, benches/floors.py: the incremental run's own removals archived and
+deleted and its URL rewrites, as plain SQL in one transaction) on a third
+copy read into the page cache alike, after the full run: what any
+implementation must write for this batch, whatever it computes. Disk: the
+corpus, the kept table, the batch and three copies of it (four with
+`--also`); at 1M pages each is 7.4 GB.
 
     cargo build --release --features loadable_extension
     /usr/bin/python3 benches/incremental.py [--pages 100000] [--batches 0.01,0.1] [--mode lsh] [--repeat 3] [--also /tmp/old/libdedup]
@@ -34,6 +39,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benches"))
 from corpora import DATA, corpus, evict, warm  # noqa: E402
+from floors import floor_write  # noqa: E402
 
 EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
 
@@ -56,6 +62,19 @@ def run(path, settings, extension=EXTENSION):
                          check=True, capture_output=True, text=True)
     sys.stderr.write(out.stderr)  # (DEDUP_TRACE=1: the extension's seconds per step)
     return json.loads(out.stdout)
+
+
+def writes(path):
+    """The last run's removed rowids and its survivors' new URLs (what the
+    write floor writes again)."""
+    conn = sqlite3.connect(path)
+    last = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    removed = [r for (r,) in conn.execute("SELECT dedup_rowid FROM dedup_removed WHERE dedup_run = ?", (last,))]
+    rewritten = conn.execute("SELECT w.dedup_rowid, p.url FROM dedup_rewritten AS w JOIN pages AS p "
+                             "ON p.rowid = w.dedup_rowid WHERE w.name = 'url' AND w.dedup_run = ?",
+                             (last,)).fetchall()
+    conn.close()
+    return removed, rewritten
 
 
 def state(path):
@@ -107,9 +126,10 @@ def main():
              f"near_mode {args.mode}, builder corpus of {args.pages} pages "
              f"(seed 7), {int(held)} held out; the first (full) run keeps {kept} pages in {first['seconds']:.1f} s. "
              f"Index: {index_bytes / kept:.0f} bytes per kept page ({index_bytes / 1e6:.1f} MB).", "",
-             "| batch | rows added | incremental run (s) | full run (s) | incremental / full | peak RSS incr / full (MB) "
+             "| batch | rows added | incremental run (s) | full run (s) | incremental / full | write floor (s) "
+             "| incremental / write floor | write floor / full | peak RSS incr / full (MB) "
              "| removed (incr) | same table and archive |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for share in shares:
         n = int(share * kept)
         rng = random.Random(int(share * 1000))
@@ -128,7 +148,7 @@ def main():
             conn.execute(f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", row)
         conn.execute("COMMIT")
         conn.close()
-        ratios, against = [], []
+        ratios, against, over_floor, floor_share = [], [], [], []
         for rep in range(args.repeat):
             inc_path, full_path = path + ".inc.db", path + ".full.db"
             shutil.copy(path, inc_path)
@@ -154,6 +174,16 @@ def main():
             full = run(full_path, dict(settings, full=True))
             assert inc["report"]["kind"] == "incremental", inc["report"]
             same = state(inc_path) == state(full_path)
+            # (The write floor on a third copy, read into the cache once
+            # the full run's copy is dropped from it.)
+            removed_ids, rewritten = writes(inc_path)
+            floor_path = path + ".floor.db"
+            shutil.copy(path, floor_path)
+            evict(inc_path, full_path, floor_path)
+            warm(floor_path)
+            floor = floor_write(floor_path, removed_ids, rewritten, None)
+            over_floor.append(inc["seconds"] / floor)
+            floor_share.append(floor / full["seconds"])
             if args.also:
                 same = same and state(other_path) == state(full_path)
                 os.remove(other_path)
@@ -162,22 +192,23 @@ def main():
             ratios.append(inc["seconds"] / full["seconds"])
             label = f"{share * 100:g}% of the kept table" if rep == 0 else f"(again, {rep + 1})"
             lines.append(f"| {label} | {n} | {inc['seconds']:.2f} | {full['seconds']:.2f} | "
-                         f"{ratios[-1]:.3f} | {inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | "
-                         f"{removed} | {same} |")
+                         f"{ratios[-1]:.3f} | {floor:.2f} | {over_floor[-1]:.2f} | {floor_share[-1]:.3f} | "
+                         f"{inc['rss_mb']:.0f} / {full['rss_mb']:.0f} | {removed} | {same} |")
             phases = ", ".join(f"{k} {inc['report']['seconds'][k]:.2f}/{full['report']['seconds'][k]:.2f}"
                                for k in inc["report"]["seconds"])
-            lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | |")
+            lines.append(f"| | seconds per phase, incremental/full: {phases} | | | | | | | | | |")
             if args.also:
                 lines.append(f"| | this build / `--also` build, incremental: {inc['seconds']:.2f} / "
-                             f"{other['seconds']:.2f} s = {against[-1]:.2f} | | | | | | |")
+                             f"{other['seconds']:.2f} s = {against[-1]:.2f} | | | | | | | | | |")
             os.remove(inc_path)
             os.remove(full_path)
         if len(ratios) > 1:
             lines.append(f"| {share * 100:g}%: median of {len(ratios)} pairs | | | | "
-                         f"{statistics.median(ratios):.3f} | | | |")
+                         f"{statistics.median(ratios):.3f} | | {statistics.median(over_floor):.2f} | "
+                         f"{statistics.median(floor_share):.3f} | | | |")
         if against:
             lines.append(f"| {share * 100:g}%: this build / `--also` build, median of {len(against)} | | | | "
-                         f"{statistics.median(against):.2f} | | | |")
+                         f"{statistics.median(against):.2f} | | | | | | |")
         os.remove(path)
     print("\n".join(lines))
 

@@ -35,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
 from corpora import DATA, corpus, evict, pages, warm  # noqa: E402
+from floors import floor_write  # noqa: E402
 
 # The steps a run's report times (dedup_runs.report's "seconds"), then the commit.
 PHASE_NAMES = ["00_changes", "01_canonicalize", "02_url_winners", "03_content_winners", "04_near_dups",
@@ -160,34 +161,6 @@ def floor_scan(db):
         conn.execute("SELECT sum(length(parsed)) FROM pages").fetchone()
         best = min(best, time.perf_counter() - start)
     return best
-
-
-def floor_write(path, removed, rewritten, secure_delete):
-    """The writes no implementation can avoid, timed once on the copy `path`
-    (then deleted): the removed rows copied to an archive table and deleted,
-    and the survivors' old URLs kept and their URLs rewritten (the floor of
-    issue 29), in one transaction."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    if secure_delete:
-        conn.execute(f"PRAGMA secure_delete = {secure_delete}")
-    conn.execute("CREATE TEMP TABLE gone (id INTEGER PRIMARY KEY)")
-    conn.executemany("INSERT INTO gone VALUES (?)", [(r,) for r in removed])
-    conn.execute("CREATE TEMP TABLE new_url (id INTEGER PRIMARY KEY, url TEXT)")
-    conn.executemany("INSERT INTO new_url VALUES (?, ?)", rewritten)
-    start = time.perf_counter()
-    conn.execute("BEGIN")
-    conn.execute("CREATE TABLE archive AS SELECT * FROM pages WHERE 0")
-    conn.execute("INSERT INTO archive SELECT * FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
-    conn.execute("DELETE FROM pages WHERE rowid IN (SELECT id FROM temp.gone)")
-    conn.execute("CREATE TABLE old_url AS SELECT rowid AS id, url FROM pages WHERE rowid IN "
-                 "(SELECT id FROM temp.new_url)")
-    conn.execute("UPDATE pages SET url = (SELECT url FROM temp.new_url AS n WHERE n.id = pages.rowid) "
-                 "WHERE rowid IN (SELECT id FROM temp.new_url)")
-    conn.execute("COMMIT")
-    seconds = time.perf_counter() - start
-    conn.close()
-    os.remove(path)
-    return seconds
 
 
 def reference(db):
