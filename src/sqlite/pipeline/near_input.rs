@@ -9,8 +9,10 @@
 //! skipped) may meet a new row or come closer to each other; nothing else
 //! can change. Those entries and the new rows, in scan order, are the
 //! input. A settled row (one of the last run's) needs its text only when
-//! some row within `distance` of it may be near it by the exact bounds
-//! ([`needed`]: the lengths, kept with the order, first; then the
+//! some row within `distance` of it that the last run did not compare it
+//! with (a new row, or a settled one that was further than the window
+//! from it before rows between them left) may be near it by the exact
+//! bounds ([`needed`]: the lengths, kept with the order, first; then the
 //! histograms, from the index, of the rows the lengths leave); the others,
 //! and the placeholders, are slots that are
 //! never compared, so each run of them is written as one row standing for
@@ -30,7 +32,7 @@ use rusqlite::Connection;
 use super::trace::lap;
 use super::DedupError;
 use crate::core::similarity::CharHistogram;
-use crate::core::window_prune::{histograms_wanted, needed, PruneRow};
+use crate::core::window_prune::{histograms_wanted, needed, PruneRow, Windows};
 
 /// A place in the scan order: `(url, id, placeholder)`, compared as
 /// SQLite compares them (BINARY text, then integers).
@@ -103,7 +105,13 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
             histogram: e.histogram.take(),
         })
         .collect();
-    let wanted = histograms_wanted(&rows, threshold, d);
+    // (The scan compares each row with the next distance - 1: the last
+    // run did so too, so its settled rows that close were compared.)
+    let windows = Windows {
+        distance: d,
+        last: d.saturating_sub(1),
+    };
+    let wanted = histograms_wanted(&rows, threshold, windows);
     lap(
         &format!(
             "near_input: lengths ({} rows, {} histograms wanted)",
@@ -114,7 +122,7 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
     );
     histograms(db, &entries, &mut rows, wanted)?;
     lap("near_input: histograms", &mut step);
-    let need = needed(&rows, threshold, d);
+    let need = needed(&rows, threshold, windows);
     let tlen: Vec<Option<i64>> = rows.iter().map(|r| r.len.map(|l| l as i64)).collect();
     drop(rows);
     lap(
