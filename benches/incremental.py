@@ -162,10 +162,12 @@ def main():
             evict(base, path, inc_path, full_path)
             if args.also:
                 # (The other build's copy is run first, from the same page
-                # cache; dropped before the full run's copy is read in.)
+                # cache; dropped before the full run's copy is read in. The
+                # copy reads the batch into the cache: dropped too, or the
+                # two copies read in next would no longer fit beside it.)
                 other_path = path + ".other.db"
                 shutil.copy(path, other_path)
-                evict(other_path)
+                evict(path, other_path)
                 warm(other_path)
                 other = run(other_path, settings, args.also)
                 evict(other_path)
@@ -179,7 +181,7 @@ def main():
             removed_ids, rewritten = writes(inc_path)
             floor_path = path + ".floor.db"
             shutil.copy(path, floor_path)
-            evict(inc_path, full_path, floor_path)
+            evict(path, inc_path, full_path, floor_path)
             warm(floor_path)
             floor = floor_write(floor_path, removed_ids, rewritten, None)
             over_floor.append(inc["seconds"] / floor)
