@@ -105,11 +105,14 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
             histogram: e.histogram.take(),
         })
         .collect();
-    // (The scan compares each row with the next distance - 1: the last
-    // run did so too, so its settled rows that close were compared.)
+    // (The scan compares each row with the next distance - 1, at their
+    // places in the input, which are these rows' (a run of slots written
+    // as one row stands for as many); the last run did so too, so its
+    // settled rows that close were compared.)
+    let window = d.saturating_sub(1);
     let windows = Windows {
-        distance: d,
-        last: d.saturating_sub(1),
+        distance: window,
+        last: window,
     };
     let wanted = histograms_wanted(&rows, threshold, windows);
     lap(
