@@ -218,10 +218,14 @@ fn select_entries(
     let mut past = db.prepare(&format!(
         "{COLUMNS} WHERE (url, id, placeholder) > (?1, ?2, ?3) ORDER BY url, id, placeholder"
     ))?;
+    // (By rowid first: most rows of the order are not ghosts, and an
+    // integer look-up spares them the URLs' comparisons.)
+    let ghost_ids: std::collections::HashSet<i64> = ghosts.iter().map(|g| g.1).collect();
     let ghost = |url: &str, id: i64| {
-        ghosts
-            .binary_search_by(|g| (g.0.as_str(), g.1).cmp(&(url, id)))
-            .is_ok()
+        ghost_ids.contains(&id)
+            && ghosts
+                .binary_search_by(|g| (g.0.as_str(), g.1).cmp(&(url, id)))
+                .is_ok()
     };
     // Up to `n` rows of the order that are not ghosts, from `at` on as
     // `stmt` reads them; the row at `own`'s place, when it comes first, is
@@ -300,14 +304,22 @@ fn select_entries(
     }
     let mut out = Vec::with_capacity(taken.len() + fresh.len());
     let mut fresh = fresh.into_iter().peekable();
+    // (The ghosts before each row taken, counted as the rows come in
+    // order.)
+    let mut before_it = 0usize;
     for ((url, id, placeholder), len) in taken {
         while let Some(n) =
             fresh.next_if(|n| (n.new_url.as_deref().unwrap_or(""), n.id) <= (url.as_str(), id))
         {
             out.push(n);
         }
-        let settled = (placeholder == 0)
-            .then(|| ghosts.partition_point(|g| (g.0.as_str(), g.1) < (url.as_str(), id)) as i64);
+        while ghosts
+            .get(before_it)
+            .is_some_and(|g| (g.0.as_str(), g.1) < (url.as_str(), id))
+        {
+            before_it += 1;
+        }
+        let settled = (placeholder == 0).then_some(before_it as i64);
         out.push(Entry {
             id,
             placeholder: placeholder != 0,
