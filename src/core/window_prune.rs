@@ -17,11 +17,13 @@
 //! rows that left between two settled rows are the difference of their
 //! groups, and their distance in the last run's order is that plus the
 //! entries of that order between them (settled rows and placeholders).
-//! That count is exact where it is used: the input holds every entry of
-//! the last run's order within the window of each place a row left
-//! (`src/sqlite/pipeline/near_input.rs`), so two settled rows of different
-//! groups within `distance` of each other in the input have every entry of
-//! the last run's order between them in it. (A group that counts a row not
+//! That count is exact where it is used, given what the caller must
+//! provide: the input holds at least the [`Windows::distance`] entries of
+//! the last run's order on each side of each place a row left
+//! (`src/sqlite/pipeline/near_input.rs` reads the setting's `distance`, one
+//! more than the scan's window). Then two settled rows of different groups
+//! within `distance` of each other in the input have every entry of the
+//! last run's order between them in it. (A group that counts a row not
 //! in the order only makes the distance look longer: a pair compared again,
 //! never one left out.)
 
