@@ -18,7 +18,7 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
     hex
 }
 
-/// SHA-1 (40 lowercase hex characters) of [`normalize`]`(text)`, or `None`
+/// SHA-1 (40 lowercase hex characters) of [`normalize`](crate::core::text::normalize)`(text)`, or `None`
 /// when the normalized text is empty: an empty page is not a fingerprint and
 /// must never make two pages duplicates.
 pub fn content_hash(text: &str) -> Option<String> {

@@ -60,7 +60,7 @@ impl<'a> CodePoints<'a> {
 }
 
 /// Indel distance (insertions and deletions only) between two texts, or
-/// `None` when it exceeds `max`, from the bit-parallel [`lcs_at_least`]
+/// `None` when it exceeds `max`, from the bit-parallel [`lcs_at_least`](crate::core::lcs::lcs_at_least)
 /// (banded by `max`, with an early exit).
 pub fn indel_distance(a: &CodePoints<'_>, b: &CodePoints<'_>, max: usize) -> Option<usize> {
     indel_distance_or_halt(a, b, max, &never).expect("out of memory")

@@ -350,7 +350,7 @@ pub struct WrittenAfter {
 /// After the run is applied: the index describes the table as it now is.
 /// A full run rewrites it whole; an incremental one only the rows that are
 /// dirty, rewritten, removed or gone. Runs that are always full (see
-/// [`why_full`]) keep no index.
+/// `why_full`) keep no index.
 pub fn write(
     db: &Connection,
     source: &Source,

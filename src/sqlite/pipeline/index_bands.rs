@@ -4,7 +4,7 @@
 //! their texts (`src/sqlite/pipeline/lsh_input.rs`, `sql/04b_near_dups.sql`).
 //!
 //! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
-//! `dedup_index.bands` the same keys of the row packed ([`PackKeys`]). The
+//! `dedup_index.bands` the same keys of the row packed (`PackKeys`). The
 //! keys come from phase 4's `temp._dedup_lsh_bands` (window mode: none).
 //!
 //! The entries of a row that leaves (deleted or edited by the user,
@@ -78,7 +78,7 @@ fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
     })
 }
 
-/// Whether the packed keys `blob` hold `(band, key)` ([`PackKeys`] sorted
+/// Whether the packed keys `blob` hold `(band, key)` (`PackKeys` sorted
 /// them: a binary search).
 pub fn holds(blob: &[u8], band: i64, key: i64) -> bool {
     let (Ok(band), n) = (u32::try_from(band), blob.len() / 12) else {
