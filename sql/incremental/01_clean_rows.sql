@@ -10,12 +10,15 @@ DROP TABLE IF EXISTS temp._dedup_clean;
 CREATE TEMP TABLE _dedup_clean (rid INTEGER PRIMARY KEY);
 INSERT OR IGNORE INTO _dedup_clean
 -- (A URL key is the canonical URL but where the strict URL differs, which
--- only dedup_index_strict holds: two lookups, each by an index. The index
--- holds a canonical URL's and a content hash's 8-byte keys, url_key and
--- hash_key, dedup_fingerprint of the text: a lookup matches the key, then
--- the text.)
+-- only dedup_index_strict holds: two lookups, each by an index. The other
+-- rows are found by their canonical URL's and content hash's 8-byte keys,
+-- url_key and hash_key, dedup_fingerprint of the text, in _dedup_index_keys
+-- (src/sqlite/pipeline/index_keys.rs): a lookup matches the key, then the
+-- row's key, which an entry of a row that left no longer has, then the
+-- text. CROSS JOIN: the small temp tables first, then the keys.)
 SELECT x.rid FROM _dedup_prepared AS p
-JOIN main.dedup_index AS x ON x.url_key = dedup_fingerprint(coalesce(p.strict_url, p.canonical_url))
+CROSS JOIN _dedup_index_keys AS k ON k.key = dedup_fingerprint(coalesce(p.strict_url, p.canonical_url))
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key
   AND x.canonical_url = coalesce(p.strict_url, p.canonical_url)
 WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
   AND (x.strict_url IS NULL OR x.strict_url = x.canonical_url)
@@ -26,24 +29,28 @@ WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
   AND x.strict_url IS NOT x.canonical_url
 UNION ALL
 SELECT x.rid FROM _dedup_prepared AS p
-JOIN main.dedup_index AS x ON x.hash_key = dedup_fingerprint(p.content_hash)
+CROSS JOIN _dedup_index_keys AS k ON k.key = dedup_fingerprint(p.content_hash)
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.hash_key = k.key
   AND x.content_hash = p.content_hash
 WHERE p.content_hash IS NOT NULL AND p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
 UNION ALL
 SELECT x.rid FROM _dedup_prepared AS p
-JOIN main.dedup_index AS x ON x.url_key = dedup_fingerprint(p.canonical_url)
+CROSS JOIN _dedup_index_keys AS k ON k.key = dedup_fingerprint(p.canonical_url)
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key
   AND x.canonical_url = p.canonical_url
 WHERE p.canonical_url IS NOT NULL AND p.skip_reason IS NULL
 UNION ALL
 SELECT x.rid FROM _dedup_gone AS g
 CROSS JOIN main.dedup_index AS o ON o.rid = g.rid
-CROSS JOIN main.dedup_index AS x ON x.url_key = o.url_key AND x.canonical_url = o.canonical_url;
+CROSS JOIN _dedup_index_keys AS k ON k.key = o.url_key
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key AND x.canonical_url = o.canonical_url;
 INSERT OR IGNORE INTO _dedup_clean
 -- (CROSS JOIN: the small temp tables first, else SQLite may scan the
 -- index's canonical URLs whole.)
 SELECT x.rid FROM _dedup_clean AS c
 CROSS JOIN main.dedup_index AS o ON o.rid = c.rid
-CROSS JOIN main.dedup_index AS x ON x.url_key = o.url_key AND x.canonical_url = o.canonical_url;
+CROSS JOIN _dedup_index_keys AS k ON k.key = o.url_key
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key AND x.canonical_url = o.canonical_url;
 -- (Each row looked up by its rowid: an IN over the index's skipped rows
 -- would read the whole index, 1.1 s from disk at 1M pages.)
 DELETE FROM _dedup_clean

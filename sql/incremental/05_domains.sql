@@ -60,7 +60,8 @@ SELECT x.rid, NULL, x.canonical_url, x.domain, NULL, NULL, x.content_hash, x.dat
 FROM (SELECT DISTINCT o.url_key, o.canonical_url
       FROM (SELECT source_rowid FROM _dedup_near_removed UNION SELECT source_rowid FROM _dedup_domain_removed) AS k
       JOIN main.dedup_index AS o ON o.rid = k.source_rowid) AS u
-CROSS JOIN main.dedup_index AS x ON x.url_key = u.url_key AND x.canonical_url = u.canonical_url
+CROSS JOIN _dedup_index_keys AS k ON k.key = u.url_key
+CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key AND x.canonical_url = u.canonical_url
 WHERE x.skip_reason IS NULL
   AND x.rid NOT IN (SELECT source_rowid FROM _dedup_prepared)
   AND x.rid NOT IN (SELECT rid FROM _dedup_gone);

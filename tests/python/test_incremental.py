@@ -59,6 +59,31 @@ def index_band_keys(conn, settings):
     return got, want
 
 
+def index_keys(conn):
+    """The entries of dedup_index_keys, each (key, rid), as a set."""
+    return set(conn.execute("SELECT key, rid FROM dedup_index_keys"))
+
+
+def written_keys(conn):
+    """Every row's keys in dedup_index: its url_key and hash_key, with its rowid."""
+    return {(k, rid) for rid, u, h in conn.execute("SELECT rid, url_key, hash_key FROM dedup_index")
+            for k in (u, h) if k is not None}
+
+
+def counted_keys(conn):
+    """The entries of dedup_index_keys and dedup_index_keys_new that count
+    (their row in dedup_index holds their key), after checking that no entry
+    is in both tables."""
+    written, added = index_keys(conn), set(conn.execute("SELECT key, rid FROM dedup_index_keys_new"))
+    assert not written & added, sorted(written & added)[:5]
+    held = written_keys(conn)
+    return (written | added) & held, held
+
+
+def state_number(conn, key):
+    return int(conn.execute("SELECT value FROM dedup_index_state WHERE key = ?", (key,)).fetchone()[0])
+
+
 def columns(conn):
     return [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
 
@@ -146,6 +171,12 @@ def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, s
         # incremental run as after a full one.
         keys, want = index_band_keys(conn, settings)
         assert keys == want and index_band_keys(full, settings) == (want, want), f"step {step}"
+        # Every row's URL and hash keys are found by its look-ups; the
+        # index's rows are counted right (the next run's rows_before).
+        counted, held = counted_keys(conn)
+        assert counted == held, f"step {step}"
+        assert state_number(conn, "rows") == conn.execute("SELECT count(*) FROM dedup_index").fetchone()[0]
+        assert got["rows_before"] == expected["rows_before"]
         full.close()
         os.remove(full_db)
     assert kinds == ["incremental"] * 8, kinds
@@ -315,6 +346,73 @@ def test_a_band_key_of_a_row_that_left_makes_no_pair_with_its_reused_rowid(tmp_p
         full.close()
 
 
+def test_url_and_hash_keys_of_rows_that_left_count_for_nothing_until_written_whole(tmp_path):
+    """A row that leaves keeps its entries in dedup_index_keys, and a new
+    row's go to dedup_index_keys_new (but those dedup_index_keys holds
+    already), until the entries added and two per row that left are a
+    quarter of those written whole (80 here: 40 pages, a URL and a hash
+    key each). Meanwhile rowids reused find their groups by their own keys
+    only: a row back with its old URL is found by it in dedup_index_keys,
+    a new copy of a kept page's text by the hash there, and a URL a row
+    left is not found in it. After each batch the table equals a full
+    run's; then the keys are written whole."""
+    db = str(tmp_path / "keys.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)",
+                     [(f"https://a.example/p{i:02d}", own_text(i), "2026-01-01") for i in range(40)])
+    assert report(conn, {}).get("removed") == {}
+    written = index_keys(conn)
+    assert written == written_keys(conn) and len(written) == 80
+    assert (state_number(conn, "keys_written"), state_number(conn, "keys_left")) == (80, 0)
+
+    def run_and_compare(step, removed):
+        nonlocal conn
+        conn.close()
+        shutil.copy(db, db + ".full")
+        full = P.connect(db + ".full")
+        expected = report(full, {"full": True})
+        conn = P.connect(db)
+        got = report(conn, {})
+        assert got["kind"] == "incremental", got
+        assert got["removed"] == expected["removed"] == removed, step
+        assert table_state(conn) == table_state(full), step
+        counted, held = counted_keys(conn)
+        assert counted == held, step
+        full.close()
+        return conn.execute("SELECT count(*) FROM dedup_index_keys_new").fetchone()[0]
+
+    conn.execute("DELETE FROM pages WHERE rowid IN (3, 4, 40)")
+    assert run_and_compare("three deleted", {}) == 0
+    assert index_keys(conn) == written  # their entries stay, not counted
+    assert state_number(conn, "keys_left") == 3
+    # Rowid 3 back as it was (its entries count again, none added); rowid
+    # 40 a copy of p05's text under another URL, crawled later (phase 3
+    # finds rowid 6 by its hash in dedup_index_keys: the later crawl stays); a new page at rowid 4's old URL
+    # (rowid 4's entry left: nothing to find).
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (3, 'https://a.example/p02', ?, '2026-01-01')",
+                 (own_text(2),))
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (40, 'https://b.example/copy', ?, '2026-02-01')",
+                 (own_text(5),))
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (41, 'https://a.example/p03', ?, '2026-02-01')",
+                 (own_text(41),))
+    assert run_and_compare("rowids reused", {"3": 1}) == 4  # rowids 40 and 41's URL and hash keys
+    assert conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_run = 3").fetchall() == [(6, 40)]
+    assert state_number(conn, "keys_left") == 4  # and rowid 6, removed
+    # A new page at rowid 3's URL with another text, crawled later: phase 2
+    # finds rowid 3 by its entry in dedup_index_keys; rowid 3 goes.
+    conn.execute("INSERT INTO pages (rowid, url, parsed, crawled) VALUES (42, 'https://a.example/p02', ?, '2026-03-01')",
+                 (own_text(2) + " updated",))
+    assert run_and_compare("a new crawl of a URL", {"2": 1}) == 6
+    assert conn.execute("SELECT dedup_rowid, dedup_survivor FROM dedup_removed WHERE dedup_run = 4").fetchall() == [(3, 42)]
+    assert (state_number(conn, "keys_written"), state_number(conn, "keys_left")) == (80, 5)
+    # 6 added and 2 * 5 left: 16 * 4 <= 80. Three more rows leave: 22 * 4 > 80.
+    conn.execute("DELETE FROM pages WHERE rowid IN (10, 11, 12)")
+    assert run_and_compare("written whole", {}) == 0
+    assert index_keys(conn) == written_keys(conn)
+    assert (state_number(conn, "keys_written"), state_number(conn, "keys_left")) == (len(written_keys(conn)), 0)
+
+
 def test_a_placeholder_keeps_the_slot_its_row_had(tmp_path):
     """Two pages kept apart share a canonical URL (their `id` differs, their
     texts too); run 1 removes the one with the lower rowid in phase 4, for
@@ -417,7 +515,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     conn = P.connect(db)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "8 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "9 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
@@ -452,8 +550,8 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     # The fifth format's index (no band keys) is replaced, and lsh runs fill the keys.
     conn.executescript("""
         DROP TABLE dedup_index_bands;
-        DROP INDEX dedup_index_canonical;
-        DROP INDEX dedup_index_hash;
+        DROP INDEX IF EXISTS dedup_index_canonical;
+        DROP INDEX IF EXISTS dedup_index_hash;
         ALTER TABLE dedup_index DROP COLUMN hash_key;
         ALTER TABLE dedup_index DROP COLUMN url_key;
         ALTER TABLE dedup_index DROP COLUMN bands;
@@ -468,8 +566,8 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     # The seventh format's index (canonical URLs and content hashes indexed
     # as texts) is replaced by one on their 8-byte keys.
     conn.executescript("""
-        DROP INDEX dedup_index_canonical;
-        DROP INDEX dedup_index_hash;
+        DROP INDEX IF EXISTS dedup_index_canonical;
+        DROP INDEX IF EXISTS dedup_index_hash;
         ALTER TABLE dedup_index DROP COLUMN url_key;
         ALTER TABLE dedup_index DROP COLUMN hash_key;
         CREATE INDEX dedup_index_canonical ON dedup_index (canonical_url);
@@ -477,16 +575,26 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
         UPDATE dedup_index_state SET value = '7 0.2.0' WHERE key = 'version';""")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
-    indexed = dict(conn.execute(
-        "SELECT name, sql FROM sqlite_schema WHERE name IN ('dedup_index_canonical', 'dedup_index_hash')"))
-    assert indexed == {"dedup_index_canonical": "CREATE INDEX dedup_index_canonical ON dedup_index (url_key)",
-                       "dedup_index_hash": "CREATE INDEX dedup_index_hash ON dedup_index (hash_key)"}, indexed
+    assert index_keys(conn) == written_keys(conn)
     # Equal texts have equal keys, distinct texts distinct ones, NULL none.
     for text, key in (("canonical_url", "url_key"), ("content_hash", "hash_key")):
         pairs = conn.execute(f"SELECT DISTINCT {text}, {key} FROM dedup_index").fetchall()
         assert len(pairs) > 100
         assert all((t is None) == (k is None) and (k is None or isinstance(k, int)) for t, k in pairs)
         assert len({t for t, _ in pairs}) == len({k for _, k in pairs}) == len(pairs), (text, len(pairs))
+    assert report(conn, {})["kind"] == "incremental"
+    # The eighth format's indexes on those keys are replaced by dedup_index_keys.
+    conn.executescript("""
+        DROP TABLE dedup_index_keys;
+        DROP TABLE dedup_index_keys_new;
+        CREATE INDEX dedup_index_canonical ON dedup_index (url_key);
+        CREATE INDEX dedup_index_hash ON dedup_index (hash_key);
+        UPDATE dedup_index_state SET value = '8 0.2.0' WHERE key = 'version';""")
+    again = report(conn, {})
+    assert (again["kind"], again["why"]) == ("full", "the index is from another version")
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name IN ('dedup_index_canonical', 'dedup_index_hash')"
+                        ).fetchone()[0] == 0
+    assert index_keys(conn) == written_keys(conn)
     assert report(conn, {})["kind"] == "incremental"
 
 

@@ -119,7 +119,7 @@ def test_shell_runs_the_readme_command(tmp_path):
     # No intermediate table is left.
     assert conn.execute("SELECT count(*) FROM sqlite_temp_schema").fetchone()[0] == 0
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY 1")] == [
-        "dedup_changes", "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_bands", "dedup_index_bands_left", "dedup_index_order", "dedup_index_state", "dedup_notes", "dedup_removed",
+        "dedup_changes", "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_bands", "dedup_index_bands_left", "dedup_index_keys", "dedup_index_keys_new", "dedup_index_order", "dedup_index_state", "dedup_notes", "dedup_removed",
         "dedup_rewritten", "dedup_runs", "pages"]
     # The change log's triggers (docs/incremental.md), and nothing logged yet.
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='trigger' ORDER BY 1")] == [

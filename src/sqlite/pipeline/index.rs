@@ -4,6 +4,8 @@
 //! content hash, the election's keys) and the canonical URL that placed it
 //! in phase 4's scan order; `dedup_index_order` keeps that order (the kept
 //! rows and the placeholders, by `(url, id, placeholder)`);
+//! `dedup_index_keys` and `dedup_index_keys_new` the kept rows by the keys
+//! of their canonical URL and content hash ([`super::index_keys`]);
 //! `dedup_index_bands` the kept rows' band keys in lsh mode, and entries of
 //! rows that left it not yet deleted, listed in `dedup_index_bands_left`
 //! ([`super::index_bands`]);
@@ -51,7 +53,7 @@ use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "8";
+pub const FORMAT: &str = "9";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so
@@ -164,9 +166,13 @@ fn why_full(
     if state("version")? != Some(version()) {
         return Ok(Some("the index is from another version".into()));
     }
-    // (Formats 6 and 7's tables: after the version, which an older index
-    // fails.)
-    if !exists("dedup_index_bands")? || !exists("dedup_index_bands_left")? {
+    // (Formats 6, 7 and 9's tables: after the version, which an older
+    // index fails.)
+    if !exists("dedup_index_bands")?
+        || !exists("dedup_index_bands_left")?
+        || !exists("dedup_index_keys")?
+        || !exists("dedup_index_keys_new")?
+    {
         return Ok(Some(
             "no index yet (the first run, or a restore since the last)".into(),
         ));
@@ -236,6 +242,7 @@ pub fn prepare(
     ))?;
     lap("changes: fingerprints", &mut step);
     if why.is_none() {
+        super::index_keys::create_view(db)?;
         db.execute_batch(&format!(
             "INSERT INTO temp._dedup_dirty
              SELECT f.rid FROM temp._dedup_fingerprint AS f
@@ -286,10 +293,14 @@ pub fn prepare(
 pub fn rows(db: &Connection, source: &Source) -> Result<i64, DedupError> {
     let kind = decision(db)?;
     let sql = if kind.incremental && kind.scanned.is_none() {
-        "SELECT (SELECT count(*) FROM main.dedup_index)
+        // (The index's rows as its run counted them: see
+        // index_state::kept_rows.)
+        format!(
+            "SELECT {}
               - (SELECT count(*) FROM main.dedup_index WHERE rid IN (SELECT rid FROM main.dedup_changes))
-              + (SELECT count(*) FROM temp._dedup_fingerprint)"
-            .to_string()
+              + (SELECT count(*) FROM temp._dedup_fingerprint)",
+            super::index_state::kept_rows(db)?
+        )
     } else {
         format!("SELECT count(*) FROM {}", source.qualified())
     };
@@ -535,14 +546,33 @@ pub fn write(
         );
         db.execute_batch(&placeholders)?;
         lap("index: order's placeholders", &mut step);
-        db.execute_batch(
-            "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone);
-             DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal);",
+        let deleted = db.execute(
+            "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)",
+            [],
+        )? + db.execute(
+            "DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal)",
+            [],
         )?;
         lap("index: deletes", &mut step);
+        // (The rows written again with other keys leave their old entries
+        // behind, as the rows deleted do: see super::index_keys.)
+        // (And the rows written that the index holds: the count of its
+        // rows, kept in the state, is brought up to date.)
+        let (written, kept, rekeyed): (i64, i64, i64) = db.query_row(
+            "SELECT count(*), count(x.rid),
+                    count(CASE WHEN x.rid IS NOT NULL
+                               AND (x.url_key IS NOT n.url_key OR x.hash_key IS NOT n.hash_key) THEN 1 END)
+             FROM temp._dedup_index_new AS n LEFT JOIN main.dedup_index AS x ON x.rid = n.rid",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let rows = super::index_state::kept_rows(db)? - deleted as i64 + written - kept;
         db.execute_batch(
             "INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;",
         )?;
+        lap("index: written", &mut step);
+        super::index_state::set_kept_rows(db, rows)?;
+        super::index_keys::write(db, true, deleted as i64 + rekeyed)?;
     } else {
         let n_min: i64 = db.query_row("SELECT n_min FROM temp._dedup_run", [], |r| r.get(0))?;
         let drop: String = INDEX_KEYS
@@ -573,12 +603,18 @@ pub fn write(
         lap("index: order written", &mut step);
         db.execute_batch(&format!(
             "{drop}
-             DELETE FROM main.dedup_index;
-             INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new;
-             {create}"
+             DELETE FROM main.dedup_index;"
         ))?;
+        let rows = db.execute(
+            "INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new",
+            [],
+        )?;
+        db.execute_batch(&create)?;
+        lap("index: written", &mut step);
+        super::index_state::set_kept_rows(db, rows as i64)?;
+        super::index_keys::write(db, false, 0)?;
     }
-    lap("index: written", &mut step);
+    lap("index: keys", &mut step);
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
@@ -599,6 +635,8 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
     for name in [
         "dedup_index",
         "dedup_index_order",
+        "dedup_index_keys",
+        "dedup_index_keys_new",
         "dedup_index_bands",
         "dedup_index_bands_left",
         "dedup_index_state",

@@ -163,8 +163,7 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
         )?;
         // (Window mode lists nothing: no count of the kept rows.)
         if left > 0 {
-            let kept: i64 =
-                db.query_row("SELECT count(*) FROM main.dedup_index", [], |r| r.get(0))?;
+            let kept = super::index_state::kept_rows(db)?;
             if left * 8 > kept {
                 sweep(db)?;
             }

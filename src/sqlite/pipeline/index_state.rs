@@ -18,3 +18,22 @@ pub fn state_value(db: &Connection, key: &str) -> Result<Option<String>, DedupEr
         .optional()?
         .flatten())
 }
+
+/// The rows of `dedup_index`, as the run that wrote it counted them
+/// (`rows`; counted when absent: a count reads the whole table, which has
+/// no small index to count by).
+pub fn kept_rows(db: &Connection) -> Result<i64, DedupError> {
+    match state_value(db, "rows")?.and_then(|v| v.parse().ok()) {
+        Some(rows) => Ok(rows),
+        None => Ok(db.query_row("SELECT count(*) FROM main.dedup_index", [], |r| r.get(0))?),
+    }
+}
+
+/// Records the rows of `dedup_index` (see [`kept_rows`]).
+pub fn set_kept_rows(db: &Connection, rows: i64) -> Result<(), DedupError> {
+    db.execute(
+        "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('rows', ?1)",
+        [rows],
+    )?;
+    Ok(())
+}

@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod changes;
 pub mod index;
 pub mod index_bands;
+pub mod index_keys;
 pub mod index_state;
 pub mod json;
 pub mod lsh_input;

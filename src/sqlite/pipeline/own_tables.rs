@@ -1,7 +1,7 @@
 //! The extension's own tables in the user's database (`dedup_runs`,
 //! `dedup_removed`, `dedup_rewritten`, `dedup_notes`, `dedup_index`,
-//! `dedup_index_order`, `dedup_index_bands`, `dedup_index_bands_left`,
-//! `dedup_index_state`, `dedup_changes`,
+//! `dedup_index_order`, `dedup_index_keys`, `dedup_index_keys_new`,
+//! `dedup_index_bands`, `dedup_index_bands_left`, `dedup_index_state`, `dedup_changes`,
 //! `dedup_domains`, `dedup_domains_before`): created on first
 //! use, and used only when nothing of the user's could change what a run or
 //! a restore writes into them. A table of that name must have exactly the
@@ -17,7 +17,7 @@ use super::schema::{self, quote_ident, Source};
 use super::{fail, DedupError};
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 12] = [
+pub const OWN: [(&str, &str); 14] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -41,7 +41,7 @@ pub const OWN: [(&str, &str); 12] = [
     // Per kept row: its fingerprint, its place in phase 4's order, what
     // phase 1 made of it, (lsh mode) its band keys, and the 8-byte keys its
     // canonical URL and content hash are looked up by (`url_key`,
-    // `hash_key`: see `INDEX_KEYS`).
+    // `hash_key`: see `dedup_index_keys`).
     (
         "dedup_index",
         "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB, bands BLOB, url_key INTEGER, hash_key INTEGER)",
@@ -51,6 +51,16 @@ pub const OWN: [(&str, &str); 12] = [
     (
         "dedup_index_order",
         "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
+    ),
+    // The kept rows by their `url_key` and `hash_key`, written whole, and
+    // the entries added since (super::index_keys).
+    (
+        "dedup_index_keys",
+        "CREATE TABLE main.dedup_index_keys (key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (key, rid)) WITHOUT ROWID",
+    ),
+    (
+        "dedup_index_keys_new",
+        "CREATE TABLE main.dedup_index_keys_new (key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (key, rid)) WITHOUT ROWID",
     ),
     // lsh mode: each kept row's band keys, to look up the rows a new row
     // shares a band and key with (super::index_bands).
@@ -98,22 +108,17 @@ const INDEX_OLD: [&str; 4] = [
 const ORDER_OLD: &str = "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID";
 
 /// The secondary indexes of `dedup_index` (what an incremental run looks
-/// rows up by), as (name, what follows `ON dedup_index`). A row's URL key
-/// (`coalesce(strict_url, canonical_url)`) is its canonical URL but where
-/// its strict URL differs: only those rows are in `dedup_index_strict`.
-/// The canonical URL and the content hash are indexed by their 8-byte
-/// keys (`url_key`, `hash_key`: `dedup_fingerprint` of the text, NULL
-/// for NULL), which a lookup compares first and then the text: a 1% batch
-/// rewrote nearly every page of an index on the 40-character hashes, 3-5
-/// times the pages of one on their keys.
-pub const INDEX_KEYS: [(&str, &str); 3] = [
-    (
-        "dedup_index_strict",
-        "(strict_url) WHERE strict_url IS NOT canonical_url",
-    ),
-    ("dedup_index_canonical", "(url_key)"),
-    ("dedup_index_hash", "(hash_key)"),
-];
+/// rows up by, besides `dedup_index_keys`), as (name, what follows `ON
+/// dedup_index`). A row's URL key (`coalesce(strict_url, canonical_url)`)
+/// is its canonical URL but where its strict URL differs: only those rows
+/// are in `dedup_index_strict`. (The canonical URLs and content hashes are
+/// looked up by their 8-byte keys in `dedup_index_keys`, written whole and
+/// appended to: as indexes here a 1% batch rewrote nearly every page of
+/// them, see super::index_keys.)
+pub const INDEX_KEYS: [(&str, &str); 1] = [(
+    "dedup_index_strict",
+    "(strict_url) WHERE strict_url IS NOT canonical_url",
+)];
 
 /// The index of `dedup_index` by domain: only phase 5's `n_min` reads
 /// rows by domain, so a full run makes it only when `n_min` is above 0 (a
@@ -121,7 +126,11 @@ pub const INDEX_KEYS: [(&str, &str); 3] = [
 pub const DOMAIN_KEY: (&str, &str) = ("dedup_index_domain", "(domain)");
 
 /// Secondary indexes of `dedup_index` in earlier formats (dropped).
-const INDEX_KEYS_OLD: [&str; 1] = ["dedup_index_key"];
+const INDEX_KEYS_OLD: [&str; 3] = [
+    "dedup_index_key",
+    "dedup_index_canonical",
+    "dedup_index_hash",
+];
 
 /// `dedup_runs` as version 0.1 created it (a `report` column is added).
 const RUNS_V01: &str = "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT)";

@@ -11,7 +11,7 @@ use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 44] = [
+pub const TEMP_OBJECTS: [(&str, &str); 45] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
     ("TABLE", "_dedup_lsh_new"),
@@ -21,6 +21,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 44] = [
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
+    ("VIEW", "_dedup_index_keys"),
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
     ("TABLE", "_dedup_keys"),
