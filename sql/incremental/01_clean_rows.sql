@@ -1,4 +1,4 @@
--- An incremental run (src/sqlite/pipeline/index.rs), after phase 1: phase 1
+-- An incremental run (src/sqlite/pipeline/run_kind.rs), after phase 1: phase 1
 -- prepared only the new and changed rows (temp._dedup_dirty). The rows of
 -- the last run's table that they can meet join them here, from the index
 -- (main.dedup_index, phase 1's values of each row): those with the same

@@ -174,7 +174,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     // (An incremental run counted only the domains it touched.)
-    let touched = if super::index::decision(db)?.incremental {
+    let touched = if super::run_kind::decision(db)?.incremental {
         "WHERE domain IN (SELECT domain FROM temp._dedup_domains_touched)
             OR (domain IS NULL AND EXISTS (SELECT 1 FROM temp._dedup_domains_touched WHERE domain IS NULL))"
     } else {

@@ -1,11 +1,30 @@
 //! `dedup_index_state`: the key–value table in which the incremental
 //! runs' index ([`super::index`]) and change log ([`super::changes`]) keep
 //! what the next run checks (the run that wrote them, the settings, the
-//! format, the triggers and the schema they saw).
+//! format, the triggers and the schema they saw), and the index's format.
 
 use rusqlite::{Connection, OptionalExtension};
 
 use super::DedupError;
+
+/// The index's format; an index of another is rebuilt by a full run.
+pub const FORMAT: &str = "9";
+
+/// What `dedup_index_state.version` holds: the format and the extension's
+/// version (another version may canonicalize or compare differently, so
+/// its index describes another run: the first run after an upgrade is full).
+pub fn version() -> String {
+    format!("{FORMAT} {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The settings as the index compares them: the JSON without `full`.
+pub fn comparable(db: &Connection, settings_json: &str) -> Result<String, DedupError> {
+    Ok(
+        db.query_row("SELECT json_remove(?1, '$.full')", [settings_json], |r| {
+            r.get(0)
+        })?,
+    )
+}
 
 /// The value of `key` in `dedup_index_state`, as text (`None` when absent).
 pub fn state_value(db: &Connection, key: &str) -> Result<Option<String>, DedupError> {

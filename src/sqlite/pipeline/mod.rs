@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod changes;
 pub mod index;
 pub mod index_bands;
+pub mod index_functions;
 pub mod index_keys;
 pub mod index_state;
 pub mod json;
@@ -20,6 +21,7 @@ pub mod report;
 pub mod restore;
 pub mod rewrites;
 pub mod rows_arrow;
+pub mod run_kind;
 pub mod schema;
 pub mod scripts;
 pub mod settings;
@@ -114,7 +116,7 @@ fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Set
 /// `dedup_invalid_text` and `dedup_progress`.
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
-    index::register(db)?;
+    index_functions::register(db)?;
     index_bands::register(db)?;
     rows_arrow::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {

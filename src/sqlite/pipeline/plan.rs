@@ -88,8 +88,8 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
-    super::index::prepare(db, &source, s, &s.to_json(db)?)?;
-    let rows_before = super::index::rows(db, &source)?;
+    super::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
+    let rows_before = super::run_kind::rows(db, &source)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
     settings::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
@@ -189,7 +189,7 @@ fn run_phases(
     rows: i64,
 ) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(phases.len());
-    let incremental = super::index::decision(db)?.incremental;
+    let incremental = super::run_kind::decision(db)?.incremental;
     for (i, (name, steps)) in phases.iter().enumerate() {
         super::progress::phase(name, i + 1, phases.len() + 1);
         if i == 0 {

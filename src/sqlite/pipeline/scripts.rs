@@ -8,7 +8,7 @@ pub enum When {
     /// In every run.
     Always,
     /// In incremental runs only (after the phase's other scripts: see
-    /// [`super::index`]).
+    /// [`super::run_kind`]).
     Incremental,
 }
 

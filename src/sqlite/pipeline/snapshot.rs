@@ -7,7 +7,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::index::fingerprint_of;
+use super::index_functions::fingerprint_of;
 use super::schema::{quote_ident, Source};
 use super::{fail, DedupError};
 
