@@ -21,7 +21,7 @@
 
 use rusqlite::Connection;
 
-use super::index_state::state_value;
+use super::index_state::state_number;
 use super::DedupError;
 
 /// The view of every entry, written or added (as `temp.<name>`).
@@ -58,11 +58,7 @@ pub fn write(db: &Connection, incremental: bool, left: i64) -> Result<(), DedupE
          WHERE NOT EXISTS (SELECT 1 FROM main.dedup_index_keys AS k WHERE k.key = n.key AND k.rid = n.rid)
          ORDER BY 1, 2;",
     )?;
-    let number = |key: &str| -> Result<i64, DedupError> {
-        Ok(state_value(db, key)?
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0))
-    };
+    let number = |key: &str| Ok::<_, DedupError>(state_number(db, key)?.unwrap_or(0));
     let written = number("keys_written")?;
     let left = number("keys_left")? + left;
     let added: i64 = db.query_row("SELECT count(*) FROM main.dedup_index_keys_new", [], |r| {

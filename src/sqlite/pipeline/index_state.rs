@@ -38,11 +38,17 @@ pub fn state_value(db: &Connection, key: &str) -> Result<Option<String>, DedupEr
         .flatten())
 }
 
+/// The value of `key` in `dedup_index_state` as an integer (`None` when
+/// absent or not one).
+pub fn state_number(db: &Connection, key: &str) -> Result<Option<i64>, DedupError> {
+    Ok(state_value(db, key)?.and_then(|v| v.parse().ok()))
+}
+
 /// The rows of `dedup_index`, as the run that wrote it counted them
 /// (`rows`; counted when absent: a count reads the whole table, which has
 /// no small index to count by).
 pub fn kept_rows(db: &Connection) -> Result<i64, DedupError> {
-    match state_value(db, "rows")?.and_then(|v| v.parse().ok()) {
+    match state_number(db, "rows")? {
         Some(rows) => Ok(rows),
         None => Ok(db.query_row("SELECT count(*) FROM main.dedup_index", [], |r| r.get(0))?),
     }

@@ -21,7 +21,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 45] = [
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
-    ("VIEW", "_dedup_index_keys"),
+    ("VIEW", super::index_keys::VIEW),
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
     ("TABLE", "_dedup_keys"),
