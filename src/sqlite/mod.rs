@@ -13,6 +13,7 @@ pub mod sketches;
 pub mod sort_key;
 pub mod url_chrome;
 pub mod url_learn;
+pub mod url_memory;
 pub mod url_model;
 pub mod url_rules;
 pub mod vtab;

@@ -19,23 +19,33 @@ pub const SCHEMA: &str =
 /// Segments held in memory before the changed ones are written out.
 const CACHED: usize = 1 << 20;
 
+/// Segments by key, each with whether it changed since it was written.
+pub type SegmentCache = HashMap<i64, (SeenOn, bool)>;
+
 /// The segments read or changed in this call.
 pub struct ChromeMemory<'c> {
     find: Statement<'c>,
     put: Statement<'c>,
-    cache: HashMap<i64, (SeenOn, bool)>,
+    cache: SegmentCache,
 }
 
 impl<'c> ChromeMemory<'c> {
-    /// A memory over `db`'s `dedup_url_segments` (which must exist).
-    pub fn new(db: &'c Connection) -> Result<ChromeMemory<'c>> {
+    /// A memory over `db`'s `dedup_url_segments` (which must exist),
+    /// starting from `cache` (segments as the table holds them).
+    pub fn new(db: &'c Connection, cache: SegmentCache) -> Result<ChromeMemory<'c>> {
         Ok(ChromeMemory {
             find: db.prepare("SELECT pages FROM main.dedup_url_segments WHERE key = ?1")?,
             put: db.prepare(
                 "INSERT OR REPLACE INTO main.dedup_url_segments (key, pages) VALUES (?1, ?2)",
             )?,
-            cache: HashMap::new(),
+            cache,
         })
+    }
+
+    /// The segments held, once the changed ones are written.
+    pub fn into_cache(mut self) -> Result<SegmentCache> {
+        self.save()?;
+        Ok(self.cache)
     }
 
     /// Counts the page's segments, then returns its text without the

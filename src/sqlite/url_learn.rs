@@ -18,21 +18,18 @@ use super::interrupt::{halt_error, InterruptPoll};
 use super::pipeline::schema::{self, Source};
 use super::pipeline::DedupError;
 use super::url_chrome::ChromeMemory;
+use super::url_memory::{LearnerMemory, MemoryCache, RuleRow, SchemaSeen, Seen};
 use super::url_model::{Stamp, EDIT_TRIGGERS};
 use crate::core::hash::sha1_hex;
 use crate::core::sketch::{MinHasher, Shingling};
 use crate::core::url::{canonicalize, UrlOptions};
 use crate::core::url_model::Change;
 use crate::core::url_rules::{
-    jaccard_at_least, only_difference, param_rules, probability, refetch_rule, variant_rule,
-    RuleKey, UrlParts,
+    only_difference, param_rules, probability, refetch_rule, variant_rule, RuleKey, UrlParts,
 };
 
 /// Pairs of one path compared per new URL: the most recent ones.
 pub const MAX_COMPARED: i64 = 200;
-/// Estimated Jaccard (word 4-shingles) at which two texts are the same
-/// content, as MaybeDont's default.
-pub const JACCARD_DUPLICATE: f64 = 0.9;
 /// MinHash values kept per URL (the low 16 bits of each: two texts'
 /// values collide by chance once in 65,536, and 256 values estimate a
 /// Jaccard near 0.9 within about 0.02).
@@ -88,35 +85,6 @@ fn signature_values(blob: &[u8]) -> Vec<u16> {
         .collect()
 }
 
-/// One URL the learner has seen, as `dedup_url_seen` keeps it.
-struct Seen {
-    parts: UrlParts,
-    content_hash: Option<String>,
-    grp: Option<i64>,
-    signature: Option<Vec<u16>>,
-}
-
-impl Seen {
-    /// Whether two seen URLs brought the same content: one hash, one
-    /// duplicate group of an earlier run, or MinHash Jaccard at least 0.9.
-    fn same_content(&self, other: &Seen) -> bool {
-        if let (Some(a), Some(b)) = (&self.content_hash, &other.content_hash) {
-            if a == b {
-                return true;
-            }
-        }
-        if let (Some(a), Some(b)) = (self.grp, other.grp) {
-            if a == b {
-                return true;
-            }
-        }
-        match (&self.signature, &other.signature) {
-            (Some(a), Some(b)) => jaccard_at_least(a, b, JACCARD_DUPLICATE),
-            _ => false,
-        }
-    }
-}
-
 /// What one learning batch did.
 #[derive(Debug, Default)]
 struct Learned {
@@ -149,6 +117,46 @@ fn ensure_schema(db: &Connection) -> Result<()> {
         db.execute_batch(EDIT_TRIGGERS)?;
     }
     Ok(())
+}
+
+/// The schema versions of `main` and `temp` (each changes whenever
+/// anything of its schema does).
+fn schema_versions(db: &Connection) -> Result<(i64, i64)> {
+    Ok((
+        db.query_row("PRAGMA main.schema_version", [], |r| r.get(0))?,
+        db.query_row("PRAGMA temp.schema_version", [], |r| r.get(0))?,
+    ))
+}
+
+/// The pages table `table`, with the model's tables and the temp views
+/// over the table and the archive made when missing; checked only when
+/// the schema changed since the batch that left `memories`'s.
+fn checked_schema(
+    db: &Connection,
+    table: &str,
+    memories: &MemoryCache,
+) -> std::result::Result<SchemaSeen, DedupError> {
+    let versions = schema_versions(db)?;
+    if let Some(source) = memories.schema(versions, table) {
+        return Ok(SchemaSeen {
+            versions,
+            table: table.to_string(),
+            source,
+        });
+    }
+    ensure_schema(db)?;
+    let source = Source::inspect(db, table)?;
+    schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
+    schema::ensure_temp_view(
+        db,
+        "_dedup_archive",
+        &schema::archive_view_body(db, &source, None)?,
+    )?;
+    Ok(SchemaSeen {
+        versions: schema_versions(db)?,
+        table: table.to_string(),
+        source,
+    })
 }
 
 /// The rowids after which the new rows of the table and of the archive
@@ -184,43 +192,43 @@ fn watermarks(
     })
 }
 
-/// The URLs seen on one domain and path, most recent last, as the batch
-/// compares with them (at most [`MAX_COMPARED`] kept).
-type PathCache = HashMap<(String, String), Vec<Seen>>;
-
-/// What a learning batch changed: the model's stamp before and after, and
-/// the changes (for the connection's [`ModelCache`]).
+/// What a learning batch changed: the model's stamp before and after, the
+/// changes (for the connection's [`super::url_model::ModelCache`]) and
+/// what the learner remembers for the next batch (stamped `after`).
 pub(super) struct Batch {
     pub(super) before: Stamp,
     pub(super) after: Stamp,
     pub(super) changes: Vec<Change>,
+    pub(super) memory: LearnerMemory,
+    pub(super) schema: SchemaSeen,
 }
 
 /// Learns from the rows added since the last batch (all rows the first
-/// time), in `crawled` order; returns the report.
+/// time), in `crawled` order, starting from what `memories` holds when the
+/// tables are as the connection's last batch left them; returns the
+/// report.
 pub(super) fn learn(
     db: &Connection,
     table: &str,
+    memories: &MemoryCache,
     batch: &mut Option<Batch>,
 ) -> std::result::Result<String, DedupError> {
-    ensure_schema(db)?;
-    let source = Source::inspect(db, table)?;
-    schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
-    schema::ensure_temp_view(
-        db,
-        "_dedup_archive",
-        &schema::archive_view_body(db, &source, None)?,
-    )?;
+    let schema = checked_schema(db, table, memories)?;
+    let source = &schema.source;
     let state = read_state(db)?;
     let state_value = |k: &str| state.get(k).cloned().unwrap_or(Value::Null);
     let before: Stamp = state_value("version");
+    let LearnerMemory {
+        mut paths,
+        segments,
+        rules: mut rule_rows,
+    } = memories.take(&before);
     let mut changes: Vec<Change> = Vec::new();
-    let (from_rowid, from_archive) = watermarks(db, &source, &state)?;
+    let (from_rowid, from_archive) = watermarks(db, source, &state)?;
     let opts = rule_options();
     let shingling = Shingling::new("word", 4).expect("a valid shingling");
     let hasher = MinHasher::new(NUM_PERM);
     let mut counts: HashMap<RuleKey, (i64, i64)> = HashMap::new();
-    let mut paths: PathCache = HashMap::new();
     let mut learned = Learned::default();
     // Safety: the handle is this call's connection, used on this thread.
     let poll = std::cell::RefCell::new(unsafe { InterruptPoll::new(db.handle()) });
@@ -260,7 +268,7 @@ pub(super) fn learn(
     let mut add_param = db.prepare(
         "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    let mut chrome = ChromeMemory::new(db)?;
+    let mut chrome = ChromeMemory::new(db, segments)?;
     let mut cursor = rows.query(params![from_rowid, from_archive])?;
     while let Some(row) = cursor.next()? {
         let text_of = |i: usize| -> Result<Option<String>> {
@@ -454,9 +462,9 @@ pub(super) fn learn(
         learned.new_urls += 1;
     }
     drop(cursor);
-    chrome.save()?;
+    let segments = chrome.into_cache()?;
     learned.rules_updated = counts.len();
-    save_counts(db, counts, &mut changes)?;
+    save_counts(db, counts, &mut rule_rows, &mut changes)?;
     let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(
         "SELECT (SELECT max(rid) FROM temp._dedup_source),
                 (SELECT url FROM temp._dedup_source ORDER BY rid DESC LIMIT 1),
@@ -483,6 +491,12 @@ pub(super) fn learn(
         before,
         after: Value::Integer(version),
         changes,
+        memory: LearnerMemory {
+            paths,
+            segments,
+            rules: rule_rows,
+        },
+        schema,
     });
     Ok(format!(
         "learned from {} new URL(s) ({} already seen, {} without an http(s) URL); {} rule(s) updated",
@@ -491,16 +505,15 @@ pub(super) fn learn(
 }
 
 /// Adds the batch's counts to `dedup_url_rules` and recomputes the
-/// probability of every rule it touched.
+/// probability of every rule it touched; `known` holds rules' rows as the
+/// table does (read from it when missing) and is kept current.
 fn save_counts(
     db: &Connection,
     counts: HashMap<RuleKey, (i64, i64)>,
+    known: &mut HashMap<RuleKey, RuleRow>,
     changes: &mut Vec<Change>,
 ) -> Result<()> {
-    let mut find = db.prepare(
-        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
-         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
-    )?;
+    let mut find = None;
     let mut update = db.prepare(
         "UPDATE main.dedup_url_rules SET observations = ?2, duplicates = ?3, probability = ?4 WHERE rowid = ?1",
     )?;
@@ -511,19 +524,27 @@ fn save_counts(
     let mut keys: Vec<(RuleKey, (i64, i64))> = counts.into_iter().collect();
     keys.sort();
     for (k, (obs, dups)) in keys {
-        let found: Option<(i64, i64, i64)> = find
-            .query_row(params![k.domain, k.path, k.param, k.value], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .optional()?;
-        match found {
+        let found = match known.get(&k) {
+            Some(row) => Some(*row),
+            None => {
+                if find.is_none() {
+                    find = Some(db.prepare(
+                        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
+                         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
+                    )?);
+                }
+                let find = find.as_mut().expect("just prepared");
+                find.query_row(params![k.domain, k.path, k.param, k.value], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .optional()?
+            }
+        };
+        let row = match found {
             Some((rowid, o, d)) => {
                 let (o, d) = (o.saturating_add(obs), d.saturating_add(dups));
                 update.execute(params![rowid, o, d, probability(o, d)])?;
-                changes.push(Change::Rule {
-                    probability: probability(o, d),
-                    key: k,
-                });
+                (rowid, o, d)
             }
             None => {
                 insert.execute(params![
@@ -535,12 +556,14 @@ fn save_counts(
                     dups,
                     probability(obs, dups)
                 ])?;
-                changes.push(Change::Rule {
-                    probability: probability(obs, dups),
-                    key: k,
-                });
+                (db.last_insert_rowid(), obs, dups)
             }
-        }
+        };
+        changes.push(Change::Rule {
+            probability: probability(row.1, row.2),
+            key: k.clone(),
+        });
+        known.insert(k, row);
     }
     Ok(())
 }

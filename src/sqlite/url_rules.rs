@@ -12,6 +12,7 @@ use super::pipeline::atomic::{atomically, Lock};
 use super::pipeline::settings;
 use super::scalars::{check_arity, text_arg, user_error};
 use super::url_learn::{learn, rule_options, rule_parts};
+use super::url_memory::MemoryCache;
 use super::url_model::ModelCache;
 use super::vtab::held_statements::Held;
 
@@ -71,6 +72,7 @@ pub fn register(db: &Connection, held: Held) -> Result<()> {
     let writes = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
     let cache = ModelCache::new(held);
     let learner_cache = cache.clone();
+    let memories = MemoryCache::default();
     db.create_scalar_function("dedup_learn_url_rules", 0, writes, move |ctx| {
         // Safety: the handle is the connection running this function, used
         // on this thread for the duration of the call.
@@ -82,9 +84,11 @@ pub fn register(db: &Connection, held: Held) -> Result<()> {
             Lock::Write,
             s.busy_timeout,
             "dedup_learn_url_rules",
-            |db| learn(db, &s.table, &mut batch),
+            |db| learn(db, &s.table, &memories, &mut batch),
         )?;
         if let Some(b) = batch {
+            memories.keep(b.after.clone(), b.memory);
+            memories.keep_schema(b.schema);
             learner_cache.learned(&b.before, b.after, b.changes);
         }
         Ok(report)

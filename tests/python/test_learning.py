@@ -282,6 +282,118 @@ def test_dupe_probability_follows_every_change_of_the_model(tmp_path):
     assert check("a batch rolled back") == before
 
 
+def model_tables(conn):
+    """Everything the learner wrote, but the random version stamp."""
+    return {
+        "rules": conn.execute("SELECT rowid, * FROM dedup_url_rules ORDER BY rowid").fetchall(),
+        "seen": conn.execute("SELECT * FROM dedup_url_seen ORDER BY url").fetchall(),
+        "params": conn.execute("SELECT * FROM dedup_url_params ORDER BY rowid").fetchall(),
+        "segments": conn.execute("SELECT * FROM dedup_url_segments ORDER BY key").fetchall(),
+        "state": conn.execute("SELECT * FROM dedup_url_state WHERE key != 'version' ORDER BY key").fetchall(),
+    }
+
+
+def test_the_learner_remembers_between_calls_only_what_the_tables_hold(tmp_path):
+    """A connection that learns after every row keeps the seen URLs of each
+    path, the chrome segments and the rules' counts from one call to the
+    next. The same steps, each call of dedup_learn_url_rules on a fresh
+    connection (nothing remembered), must leave the same tables: after
+    calls of its own, another connection's batch on the same paths, a hand
+    edit of a rule's counts, and a batch rolled back."""
+    rows = [r for pair in zip(product_site()[:160], param_crawl(n_articles=60, seed=11)) for r in pair]
+    paths = {name: os.path.join(str(tmp_path), name + ".db") for name in ("held", "fresh")}
+    for path in paths.values():
+        crawl_db(tmp_path, [], os.path.basename(path)).close()
+    held = connect(paths["held"])
+
+    def step(sql, params=(), learner=False):
+        """Runs one statement on both databases: through the held
+        connection (or a second one for the other steps) and through a
+        connection opened for it."""
+        for name, path in paths.items():
+            conn = held if name == "held" and learner else connect(path)
+            conn.execute(sql, params).fetchall()
+            if conn is not held:
+                conn.close()
+
+    def add(batch, learner_rows=True):
+        for r in batch:
+            step("INSERT INTO pages VALUES (?, ?, ?, ?)", r[:4], learner=learner_rows)
+
+    for r in rows[:120]:
+        add([r])
+        step("SELECT dedup_learn_url_rules()", learner=True)
+    assert model_tables(held) == model_tables(sqlite3.connect(paths["fresh"]))
+    # Another connection learns URLs of the same paths.
+    add(rows[120:160], learner_rows=False)
+    step("SELECT dedup_learn_url_rules()")
+    for r in rows[160:200]:
+        add([r])
+        step("SELECT dedup_learn_url_rules()", learner=True)
+    assert model_tables(held) == model_tables(sqlite3.connect(paths["fresh"]))
+    # A hand edit of the counts of the rules the next rows update.
+    step("UPDATE dedup_url_rules SET observations = observations + 7, duplicates = duplicates + 7")
+    for r in rows[200:240]:
+        add([r])
+        step("SELECT dedup_learn_url_rules()", learner=True)
+    assert model_tables(held) == model_tables(sqlite3.connect(paths["fresh"]))
+    # A batch of the held connection rolled back, then more rows.
+    held.execute("BEGIN")
+    held.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in rows[240:260]])
+    held.execute("SELECT dedup_learn_url_rules()").fetchone()
+    held.execute("ROLLBACK")
+    for r in rows[240:320]:
+        add([r])
+        step("SELECT dedup_learn_url_rules()", learner=True)
+    tables = model_tables(held)
+    assert tables == model_tables(sqlite3.connect(paths["fresh"]))
+    # (The steps did learn: the product pages' chrome, rules of each kind.)
+    assert len(tables["seen"]) > 250 and len(tables["segments"]) > 100
+    assert sum(1 for r in tables["rules"] if r[5] > 1) > 20
+
+
+def test_the_learner_checks_the_schema_again_once_it_changed(tmp_path):
+    """What a connection's learner found of the schema (the table's
+    columns, its temp views) holds only while the schema is unchanged: a
+    column added by another connection is read from the next call on, a
+    temp view dropped is made again, and the tables equal those of calls
+    each made on a new connection."""
+    paths = {name: os.path.join(str(tmp_path), name + ".db") for name in ("held", "fresh")}
+    for path in paths.values():
+        crawl_db(tmp_path, param_crawl(n_articles=10, seed=2), os.path.basename(path)).close()
+    held = connect(paths["held"])
+
+    def each(sql, params=(), learner=False):
+        for name, path in paths.items():
+            conn = held if name == "held" and learner else connect(path)
+            conn.execute(sql, params).fetchall()
+            if conn is not held:
+                conn.close()
+
+    each("SELECT dedup_learn_url_rules()", learner=True)
+    each("ALTER TABLE pages ADD COLUMN parsed TEXT")
+    held.execute("SELECT count(*) FROM pages").fetchone()  # (its schema read again)
+    # Two forms of each page: their contents differ, their parsed texts do
+    # not (parsed is what is compared when there is one).
+    for i in range(8):
+        for v in ("1", "2"):
+            each("INSERT INTO pages VALUES (?, 'T', ?, ?, ?)",
+                 (f"https://x.example/a?id={i}&v={v}", f"{TEXT_B} {v} {i} " * 2, f"2031-01-0{v} 00:00:0{i}",
+                  f"{TEXT_A} {i}"), learner=True)
+            each("SELECT dedup_learn_url_rules()", learner=True)
+    # (The connection's own temp view, dropped: made again.)
+    held.execute("DROP VIEW temp._dedup_source")
+    each("INSERT INTO pages VALUES ('https://x.example/a?id=0&v=3', 'T', 'other', '2032-01-01', ?)",
+         (f"{TEXT_A} 0",), learner=True)
+    each("SELECT dedup_learn_url_rules()", learner=True)
+    tables = model_tables(held)
+    assert tables == model_tables(sqlite3.connect(paths["fresh"]))
+    v_rule = [r for r in tables["rules"] if r[1:5] == ("x.example", None, "v", None)]
+    # Every pair of forms (8, and the third form of id 0 with the two
+    # others): the same parsed text.
+    assert v_rule and v_rule[0][5] == v_rule[0][6] == 10, v_rule
+
+
 def test_url_rules_setting_moves_duplicates_to_phase_2(tmp_path):
     rows = param_crawl(n_articles=120, seed=9)
     plain = crawl_db(tmp_path, rows, "plain.db")
