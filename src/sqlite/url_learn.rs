@@ -52,13 +52,15 @@ CREATE TABLE IF NOT EXISTS main.dedup_url_state (key TEXT PRIMARY KEY, value);
 ";
 
 /// How the rules see a URL: canonicalized with every parameter kept except
-/// the tracking ones, and nothing ignored.
-pub(super) fn rule_options() -> UrlOptions {
-    UrlOptions {
+/// the tracking ones, and nothing ignored (made once: its lists are
+/// owned strings).
+pub(super) fn rule_options() -> &'static UrlOptions {
+    static OPTIONS: std::sync::OnceLock<UrlOptions> = std::sync::OnceLock::new();
+    OPTIONS.get_or_init(|| UrlOptions {
         keep_params: true,
         ignore: Vec::new(),
         ..UrlOptions::default()
-    }
+    })
 }
 
 /// `url` canonicalized and split as the rules see it, with its key
@@ -281,7 +283,7 @@ pub(super) fn learn(
             learned.unparseable += 1;
             continue;
         };
-        let Some((canonical, parts, _)) = rule_parts(&url, &opts) else {
+        let Some((canonical, parts, _)) = rule_parts(&url, opts) else {
             learned.unparseable += 1;
             continue;
         };

@@ -37,7 +37,7 @@ fn unless_no_model<T>(result: Result<Option<T>>) -> Result<Option<T>> {
 /// ([`crate::core::url_model::UrlModel::dupe_probability`]), from the
 /// connection's model; `None` when no rule applies or nothing was learned.
 fn dupe_probability(db: &Connection, cache: &ModelCache, url: &str) -> Result<Option<f64>> {
-    let Some((key, parts, _)) = rule_parts(url, &rule_options()) else {
+    let Some((key, parts, _)) = rule_parts(url, rule_options()) else {
         return Ok(None);
     };
     unless_no_model(cache.dupe_probability(db, url, &key, &parts))
@@ -48,7 +48,7 @@ fn dupe_probability(db: &Connection, cache: &ModelCache, url: &str) -> Result<Op
 /// `min_probability`, joined by `|` for `canonical_url`'s `tracking+=`
 /// option; `None` when there are none.
 fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Option<String>> {
-    let Some((_, parts, canonical)) = rule_parts(url, &rule_options()) else {
+    let Some((_, parts, canonical)) = rule_parts(url, rule_options()) else {
         return Ok(None);
     };
     let present: Vec<String> = canonical
