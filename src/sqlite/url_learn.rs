@@ -44,7 +44,6 @@ CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
   url TEXT PRIMARY KEY, domain TEXT NOT NULL, path TEXT NOT NULL, query TEXT NOT NULL,
   content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL, raw TEXT);
 CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
-CREATE INDEX IF NOT EXISTS main.dedup_url_seen_query ON dedup_url_seen (domain, path, query);
 CREATE TABLE IF NOT EXISTS main.dedup_url_params (
   domain TEXT NOT NULL, path TEXT NOT NULL, rest TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS main.dedup_url_params_rest ON dedup_url_params (domain, path, rest, param);
@@ -103,8 +102,20 @@ fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
         .collect()
 }
 
+/// An index of `dedup_url_seen` that no query reads (it was written with
+/// every URL learned): dropped where an earlier version made it.
+const UNUSED_INDEX: &str = "dedup_url_seen_query";
+
 /// The tables of the model and its edit triggers, created when missing.
 fn ensure_schema(db: &Connection) -> Result<()> {
+    let unused: bool = db.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
+        [UNUSED_INDEX],
+        |r| r.get(0),
+    )?;
+    if unused {
+        db.execute_batch(&format!("DROP INDEX main.{UNUSED_INDEX}"))?;
+    }
     let present: i64 = db.query_row(
         "SELECT count(*) FROM main.sqlite_schema WHERE type IN ('table', 'trigger') AND name IN
            ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state',
@@ -477,9 +488,12 @@ pub(super) fn learn(
     // (A new random version every batch: the stamp of what it learned.)
     let version: i64 = db.query_row("SELECT random()", [], |r| r.get(0))?;
     db.execute(
-        "INSERT OR REPLACE INTO main.dedup_url_state (key, value)
+        // (An upsert changes the rows in place: the key's index is not
+        // written, where a replace would delete and insert each row.)
+        "INSERT INTO main.dedup_url_state (key, value)
          VALUES ('table', ?1), ('rowid', ?2), ('url', ?3), ('archive_rowid', ?4), ('seen', ?5),
-                ('version', ?6)",
+                ('version', ?6)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         params![
             source.table,
             last_rowid.unwrap_or(i64::MIN),

@@ -394,6 +394,27 @@ def test_the_learner_checks_the_schema_again_once_it_changed(tmp_path):
     assert v_rule and v_rule[0][5] == v_rule[0][6] == 10, v_rule
 
 
+def test_a_batch_writes_few_pages_and_drops_the_index_no_query_reads(tmp_path):
+    """The state's rows are changed in place (their rowids stay), and the
+    index dedup_url_seen_query an earlier version made (no query read it)
+    is dropped by the next batch."""
+    rows = param_crawl(n_articles=20, seed=4)
+    conn = crawl_db(tmp_path, rows[:30])
+    conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+    state = conn.execute("SELECT rowid, key FROM dedup_url_state ORDER BY key").fetchall()
+    conn.execute("CREATE INDEX dedup_url_seen_query ON dedup_url_seen (domain, path, query)")
+    conn.close()
+    conn = connect(os.path.join(str(tmp_path), "crawl.db"))
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in rows[30:]])
+    assert conn.execute("SELECT dedup_learn_url_rules()").fetchone()[0].startswith(f"learned from {len(rows) - 30}")
+    assert conn.execute("SELECT rowid, key FROM dedup_url_state ORDER BY key").fetchall() == state
+    assert conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name = 'dedup_url_seen' AND type = 'index' "
+                        "ORDER BY name").fetchall() == [("dedup_url_seen_path",), ("sqlite_autoindex_dedup_url_seen_1",)]
+    whole = crawl_db(tmp_path, rows, "whole.db")
+    learn(whole)
+    assert rules(conn) == rules(whole)
+
+
 def test_url_rules_setting_moves_duplicates_to_phase_2(tmp_path):
     rows = param_crawl(n_articles=120, seed=9)
     plain = crawl_db(tmp_path, rows, "plain.db")
