@@ -21,6 +21,7 @@ pub mod sketch;
 pub mod text;
 pub mod url;
 pub mod url_model;
+pub mod url_options;
 pub mod url_rules;
 pub mod window_prune;
 pub mod window_scan;
