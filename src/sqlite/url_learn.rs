@@ -205,6 +205,49 @@ fn watermarks(
     })
 }
 
+/// Where a batch ends: the table's last rowid (`None`: the table is empty)
+/// and that row's URL, and the archive's last rowid (0: none).
+struct Watermarks {
+    rowid: Option<i64>,
+    url: Value,
+    archive: i64,
+}
+
+impl Watermarks {
+    /// Before the batch's rows are read: where the last batch ended, when
+    /// the rows are read from there ([`watermarks`] found its last row
+    /// intact), else nothing yet (every row is read).
+    fn after(from_rowid: i64, from_archive: i64, state: &HashMap<String, Value>) -> Self {
+        let from_start = from_rowid == i64::MIN;
+        Watermarks {
+            rowid: (!from_start).then_some(from_rowid),
+            url: match (from_start, state.get("url")) {
+                (false, Some(url)) => url.clone(),
+                _ => Value::Null,
+            },
+            archive: if from_archive == i64::MIN {
+                0
+            } else {
+                from_archive
+            },
+        }
+    }
+
+    /// One row read (`kind` 0: the table's, `id` its rowid; 1: the
+    /// archive's); `url` reads its URL, when it is the last so far.
+    fn note(&mut self, kind: i64, id: i64, url: impl FnOnce() -> Result<Value>) -> Result<()> {
+        if kind == 0 {
+            if self.rowid.is_none_or(|r| id > r) {
+                self.rowid = Some(id);
+                self.url = url()?;
+            }
+        } else {
+            self.archive = self.archive.max(id);
+        }
+        Ok(())
+    }
+}
+
 /// What a learning batch changed: the model's stamp before and after, the
 /// changes (for the connection's [`super::url_model::ModelCache`]) and
 /// what the learner remembers for the next batch (stamped `after`).
@@ -255,7 +298,7 @@ pub(super) fn learn(
         )?,
     };
     let mut rows = db.prepare(
-        "SELECT url, title, content, parsed, content_hash, grp FROM (
+        "SELECT url, title, content, parsed, content_hash, grp, kind, id FROM (
            SELECT 0 AS kind, rid AS id, url, title, content, parsed, content_hash, crawled, rid AS grp
            FROM temp._dedup_source WHERE rid > ?1
            UNION ALL
@@ -283,7 +326,12 @@ pub(super) fn learn(
     )?;
     let mut chrome = ChromeMemory::new(db, segments)?;
     let mut cursor = rows.query(params![from_rowid, from_archive])?;
+    // Where this batch ends: the table's last row (and its URL) and the
+    // archive's, as the rows read show them (every row past the
+    // watermarks is read).
+    let mut last = Watermarks::after(from_rowid, from_archive, &state);
     while let Some(row) = cursor.next()? {
+        last.note(row.get(6)?, row.get(7)?, || row.get(0))?;
         let text_of = |i: usize| -> Result<Option<String>> {
             Ok(match row.get::<_, Value>(i)? {
                 Value::Text(t) => Some(t),
@@ -478,13 +526,11 @@ pub(super) fn learn(
     let segments = chrome.into_cache()?;
     learned.rules_updated = counts.len();
     save_counts(db, counts, &mut rule_rows, &mut changes)?;
-    let (last_rowid, last_url, archive_max): (Option<i64>, Value, i64) = db.query_row(
-        "SELECT (SELECT max(rid) FROM temp._dedup_source),
-                (SELECT url FROM temp._dedup_source ORDER BY rid DESC LIMIT 1),
-                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
+    let Watermarks {
+        rowid: last_rowid,
+        url: last_url,
+        archive: archive_max,
+    } = last;
     // (A new random version every batch: the stamp of what it learned.)
     let version: i64 = db.query_row("SELECT random()", [], |r| r.get(0))?;
     db.execute(

@@ -283,7 +283,14 @@ def test_dupe_probability_follows_every_change_of_the_model(tmp_path):
 
 
 def model_tables(conn):
-    """Everything the learner wrote, but the random version stamp."""
+    """Everything the learner wrote, but the random version stamp; its
+    watermarks checked against the tables."""
+    state = dict(conn.execute("SELECT key, value FROM dedup_url_state"))
+    last = conn.execute("SELECT rowid, url FROM pages ORDER BY rowid DESC LIMIT 1").fetchone()
+    assert (state["rowid"], state["url"]) == last, (state, last)
+    archived = conn.execute("SELECT name FROM sqlite_schema WHERE name = 'dedup_removed'").fetchone()
+    archive = conn.execute("SELECT coalesce(max(rowid), 0) FROM dedup_removed").fetchone()[0] if archived else 0
+    assert state["archive_rowid"] == archive
     return {
         "rules": conn.execute("SELECT rowid, * FROM dedup_url_rules ORDER BY rowid").fetchall(),
         "seen": conn.execute("SELECT * FROM dedup_url_seen ORDER BY url").fetchall(),
@@ -300,7 +307,8 @@ def test_the_learner_remembers_between_calls_only_what_the_tables_hold(tmp_path)
     connection (nothing remembered), must leave the same tables: after
     calls of its own, another connection's batch on the same paths, a hand
     edit of a rule's counts, and a batch rolled back."""
-    rows = [r for pair in zip(product_site()[:160], param_crawl(n_articles=60, seed=11)) for r in pair]
+    rows = [r for pair in zip(product_site()[:170], param_crawl(n_articles=60, seed=11)) for r in pair]
+    assert len(rows) == 340
     paths = {name: os.path.join(str(tmp_path), name + ".db") for name in ("held", "fresh")}
     for path in paths.values():
         crawl_db(tmp_path, [], os.path.basename(path)).close()
@@ -345,6 +353,12 @@ def test_the_learner_remembers_between_calls_only_what_the_tables_hold(tmp_path)
     for r in rows[240:320]:
         add([r])
         step("SELECT dedup_learn_url_rules()", learner=True)
+    # A run archives rows (learned with the rows added after it).
+    step("SELECT dedup_run(json_object('discard_params', 0))")
+    for r in rows[320:]:
+        add([r])
+        step("SELECT dedup_learn_url_rules()", learner=True)
+    assert held.execute("SELECT count(*) FROM dedup_removed").fetchone()[0] > 10
     tables = model_tables(held)
     assert tables == model_tables(sqlite3.connect(paths["fresh"]))
     # (The steps did learn: the product pages' chrome, rules of each kind.)
