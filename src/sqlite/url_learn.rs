@@ -237,7 +237,7 @@ impl Watermarks {
     /// archive's); `url` reads its URL, when it is the last so far.
     fn note(&mut self, kind: i64, id: i64, url: impl FnOnce() -> Result<Value>) -> Result<()> {
         if kind == 0 {
-            if self.rowid.is_none_or(|r| id > r) {
+            if !matches!(self.rowid, Some(r) if id <= r) {
                 self.rowid = Some(id);
                 self.url = url()?;
             }
