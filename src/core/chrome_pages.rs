@@ -16,7 +16,7 @@
 //! assert!(seen.is_chrome());
 //! ```
 
-use super::segments::strip;
+use super::segments::{strip, strip_found, Segment};
 
 /// Distinct page keys after which a segment is chrome.
 pub const CHROME_PAGES: usize = 3;
@@ -68,6 +68,14 @@ impl SeenOn {
 /// chrome, such as a soft 404, is compared whole).
 pub fn without_chrome(text: &str, is_chrome: impl Fn(i64) -> bool) -> Option<String> {
     strip(text, is_chrome).filter(|kept| !kept.is_empty())
+}
+
+/// [`without_chrome`] of a text's segments found already.
+pub fn without_chrome_found(
+    found: &[Segment<'_>],
+    is_chrome: impl Fn(i64) -> bool,
+) -> Option<String> {
+    strip_found(found, is_chrome).filter(|kept| !kept.is_empty())
 }
 
 #[cfg(test)]

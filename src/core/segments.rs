@@ -48,18 +48,20 @@ pub fn segments(text: &str) -> impl Iterator<Item = Segment<'_>> {
 /// The hash of one segment: SHA-1 of its words (Unicode whitespace-separated)
 /// joined by one space and lowercased; the first 8 bytes, big-endian, signed.
 pub fn segment_hash(segment: &str) -> i64 {
-    let mut sha = Sha1::new();
+    // (The words are written lowercased into one line, hashed at once: the
+    // bytes are those of the words joined, so the digest is.)
+    let mut line = String::with_capacity(segment.len());
     for (i, word) in segment.split_whitespace().enumerate() {
         if i > 0 {
-            sha.update(b" ");
+            line.push(' ');
         }
         if word.is_ascii() {
-            sha.update(word.to_ascii_lowercase().as_bytes());
+            line.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
         } else {
-            sha.update(word.to_lowercase().as_bytes());
+            line.push_str(&word.to_lowercase());
         }
     }
-    let digest = sha.finalize();
+    let digest = Sha1::digest(line.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     i64::from_be_bytes(first)
@@ -69,9 +71,14 @@ pub fn segment_hash(segment: &str) -> i64 {
 /// segments joined by `\n`; `None` when no segment was removed (the text is
 /// then compared as it is).
 pub fn strip(text: &str, is_chrome: impl Fn(i64) -> bool) -> Option<String> {
-    let mut kept = String::with_capacity(text.len());
+    strip_found(&segments(text).collect::<Vec<_>>(), is_chrome)
+}
+
+/// [`strip`] of a text's segments found already (by [`segments`]).
+pub fn strip_found(found: &[Segment<'_>], is_chrome: impl Fn(i64) -> bool) -> Option<String> {
+    let mut kept = String::with_capacity(found.iter().map(|s| s.text.len() + 1).sum());
     let mut removed = false;
-    for segment in segments(text) {
+    for segment in found {
         if is_chrome(segment.hash) {
             removed = true;
             continue;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension, Result, Statement};
 
-use crate::core::chrome_pages::{page_key, without_chrome, SeenOn};
+use crate::core::chrome_pages::{page_key, without_chrome_found, SeenOn};
 use crate::core::segments::{segment_hash, segments};
 
 /// The table: one row per (domain, segment), keyed by the XOR of their
@@ -27,6 +27,8 @@ pub struct ChromeMemory<'c> {
     find: Statement<'c>,
     put: Statement<'c>,
     cache: SegmentCache,
+    /// The keys whose segments changed since they were written.
+    changed: Vec<i64>,
 }
 
 impl<'c> ChromeMemory<'c> {
@@ -39,6 +41,7 @@ impl<'c> ChromeMemory<'c> {
                 "INSERT OR REPLACE INTO main.dedup_url_segments (key, pages) VALUES (?1, ?2)",
             )?,
             cache,
+            changed: Vec::new(),
         })
     }
 
@@ -57,7 +60,8 @@ impl<'c> ChromeMemory<'c> {
         }
         let site = segment_hash(domain);
         let page = page_key(title, text);
-        for s in segments(text) {
+        let found: Vec<_> = segments(text).collect();
+        for s in &found {
             let key = site ^ s.hash;
             if !self.cache.contains_key(&key) {
                 let stored: Option<Vec<u8>> =
@@ -66,11 +70,12 @@ impl<'c> ChromeMemory<'c> {
                 self.cache.insert(key, (seen, false));
             }
             let entry = self.cache.get_mut(&key).expect("just inserted");
-            if entry.0.note(page) {
+            if entry.0.note(page) && !entry.1 {
                 entry.1 = true;
+                self.changed.push(key);
             }
         }
-        Ok(without_chrome(text, |h| {
+        Ok(without_chrome_found(&found, |h| {
             self.cache
                 .get(&(site ^ h))
                 .is_some_and(|(seen, _)| seen.is_chrome())
@@ -79,10 +84,12 @@ impl<'c> ChromeMemory<'c> {
 
     /// Writes the changed segments.
     pub fn save(&mut self) -> Result<()> {
-        for (key, (seen, changed)) in self.cache.iter_mut() {
-            if *changed {
-                self.put.execute(params![key, seen.to_blob()])?;
-                *changed = false;
+        for key in self.changed.drain(..) {
+            if let Some((seen, changed)) = self.cache.get_mut(&key) {
+                if *changed {
+                    self.put.execute(params![key, seen.to_blob()])?;
+                    *changed = false;
+                }
             }
         }
         Ok(())
