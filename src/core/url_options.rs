@@ -52,7 +52,7 @@ pub const DEFAULT_TRACKING: &[&str] = &[
     "sid",
 ];
 
-/// Options of [`canonicalize`]; `Default` gives the reference's settings
+/// Options of [`super::url::canonicalize`]; `Default` gives the reference's settings
 /// (`discard_params` on, `fix_urls` off).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlOptions {
