@@ -32,11 +32,12 @@ use crate::core::url_rules::{jaccard_at_least, RuleKey, UrlParts};
 pub const JACCARD_DUPLICATE: f64 = 0.9;
 
 /// Seen URLs kept between calls (about 700 bytes each), over all paths.
+/// With the two limits below, a connection keeps at most about 35 MB.
 const MAX_SEEN: usize = 20_000;
 /// Chrome segments kept between calls.
-const MAX_SEGMENTS: usize = 200_000;
+const MAX_SEGMENTS: usize = 100_000;
 /// Rules' counts kept between calls.
-const MAX_RULES: usize = 100_000;
+const MAX_RULES: usize = 50_000;
 
 /// One URL the learner has seen, as `dedup_url_seen` keeps it.
 pub struct Seen {
