@@ -142,20 +142,28 @@ fn schema_versions(db: &Connection) -> Result<(i64, i64)> {
 }
 
 /// The pages table `table`, with the model's tables and the temp views
-/// over the table and the archive made when missing; checked only when
-/// the schema changed since the batch that left `memories`'s.
+/// over the table and the archive made when missing, and the learner's
+/// state; the schema is checked only when it changed since the batch that
+/// left `memories`'s, or that batch is not known to have committed.
 fn checked_schema(
     db: &Connection,
     table: &str,
     memories: &MemoryCache,
-) -> std::result::Result<SchemaSeen, DedupError> {
+) -> std::result::Result<Checked, DedupError> {
     let versions = schema_versions(db)?;
-    if let Some(source) = memories.schema(versions, table) {
-        return Ok(SchemaSeen {
-            versions,
-            table: table.to_string(),
-            source,
-        });
+    if let Some(seen) = memories.schema(versions, table) {
+        // (The tables carry the stamp that batch wrote: it committed, so
+        // the schema at these versions is the one it left. Without the
+        // state's table the read fails, and the schema is checked.)
+        if let Ok(state) = read_state(db) {
+            if state.get("version") == Some(&seen.stamp) {
+                return Ok(Checked {
+                    source: seen.source,
+                    versions,
+                    state,
+                });
+            }
+        }
     }
     ensure_schema(db)?;
     let source = Source::inspect(db, table)?;
@@ -165,11 +173,19 @@ fn checked_schema(
         "_dedup_archive",
         &schema::archive_view_body(db, &source, None)?,
     )?;
-    Ok(SchemaSeen {
-        versions: schema_versions(db)?,
-        table: table.to_string(),
+    Ok(Checked {
         source,
+        versions: schema_versions(db)?,
+        state: read_state(db)?,
     })
+}
+
+/// What [`checked_schema`] found: the pages table, the schema versions
+/// and the learner's state.
+struct Checked {
+    source: Source,
+    versions: (i64, i64),
+    state: HashMap<String, Value>,
 }
 
 /// The rowids after which the new rows of the table and of the archive
@@ -269,9 +285,12 @@ pub(super) fn learn(
     memories: &MemoryCache,
     batch: &mut Option<Batch>,
 ) -> std::result::Result<String, DedupError> {
-    let schema = checked_schema(db, table, memories)?;
-    let source = &schema.source;
-    let state = read_state(db)?;
+    let Checked {
+        source,
+        versions,
+        state,
+    } = checked_schema(db, table, memories)?;
+    let source = &source;
     let state_value = |k: &str| state.get(k).cloned().unwrap_or(Value::Null);
     let before: Stamp = state_value("version");
     let LearnerMemory {
@@ -558,7 +577,12 @@ pub(super) fn learn(
             segments,
             rules: rule_rows,
         },
-        schema,
+        schema: SchemaSeen {
+            versions,
+            stamp: Value::Integer(version),
+            table: table.to_string(),
+            source: source.clone(),
+        },
     });
     Ok(format!(
         "learned from {} new URL(s) ({} already seen, {} without an http(s) URL); {} rule(s) updated",

@@ -15,7 +15,9 @@
 //! Apart, it remembers what the batch found of the schema (the pages
 //! table's columns, the model's tables and the temp views it reads
 //! through), for as long as the schema versions of `main` and `temp` are
-//! those the batch left.
+//! those the batch left and the batch is known to have committed (the
+//! tables carry its stamp): a schema version is a small count that a
+//! rollback takes back, and other objects can bring it to the same number.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -98,6 +100,8 @@ pub struct LearnerMemory {
 pub struct SchemaSeen {
     /// `PRAGMA main.schema_version` and `PRAGMA temp.schema_version`.
     pub versions: (i64, i64),
+    /// The stamp the batch wrote.
+    pub stamp: Stamp,
     /// The `table` setting it was checked for.
     pub table: String,
     /// The table as inspected.
@@ -142,14 +146,14 @@ impl MemoryCache {
         }
     }
 
-    /// The pages table `table` as the last batch found it, when the schema
-    /// versions are still `versions` (nothing was created, changed or
-    /// dropped since, by anyone).
-    pub fn schema(&self, versions: (i64, i64), table: &str) -> Option<Source> {
+    /// What the last batch found of the schema, when the schema versions
+    /// are still `versions` (the caller then checks its stamp: see the
+    /// module's documentation).
+    pub fn schema(&self, versions: (i64, i64), table: &str) -> Option<SchemaSeen> {
         let held = self.schema.lock().ok()?;
         held.as_ref()
             .filter(|s| s.versions == versions && s.table == table)
-            .map(|s| s.source.clone())
+            .cloned()
     }
 
     /// Keeps the schema a batch saw (after its transaction ended well).

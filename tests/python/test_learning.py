@@ -408,6 +408,34 @@ def test_the_learner_checks_the_schema_again_once_it_changed(tmp_path):
     assert v_rule and v_rule[0][5] == v_rule[0][6] == 10, v_rule
 
 
+def test_a_schema_seen_in_a_batch_rolled_back_is_not_trusted(tmp_path):
+    """A connection's first batch, in a transaction rolled back, made the
+    model's tables and its temp views; other objects then bring main's and
+    temp's schema versions back to the numbers that batch saw. The next
+    batch must make the tables again, not trust what it remembers."""
+    rows = param_crawl(n_articles=10, seed=6)
+    conn = crawl_db(tmp_path, rows)
+    version = lambda: (conn.execute("PRAGMA main.schema_version").fetchone()[0],
+                       conn.execute("PRAGMA temp.schema_version").fetchone()[0])
+    conn.execute("BEGIN")
+    conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+    seen = version()
+    conn.execute("ROLLBACK")
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'dedup_url%'").fetchone()[0] == 0
+    i = 0
+    while version()[0] < seen[0]:
+        conn.execute(f"CREATE TABLE other_{i} (x)")
+        i += 1
+    while version()[1] < seen[1]:
+        conn.execute(f"CREATE TEMP TABLE other_temp_{i} (x)")
+        i += 1
+    assert version() == seen
+    conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+    whole = crawl_db(tmp_path, rows, "whole.db")
+    learn(whole)
+    assert rules(conn) == rules(whole) and len(rules(whole)) > 10
+
+
 def test_a_batch_writes_few_pages_and_drops_the_index_no_query_reads(tmp_path):
     """The state's rows are changed in place (their rowids stay), and the
     index dedup_url_seen_query an earlier version made (no query read it)
