@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use rusqlite::types::Value;
-use rusqlite::{params, Connection, OptionalExtension, Result};
+use rusqlite::{params, Connection, OptionalExtension, Result, Statement};
 
 use super::interrupt::{halt_error, InterruptPoll};
 use super::pipeline::schema::{self, Source};
@@ -84,6 +84,32 @@ fn signature_values(blob: &[u8]) -> Vec<u16> {
     blob.chunks_exact(2)
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
         .collect()
+}
+
+/// A statement prepared at its first use (most batches of one row need
+/// few of the learner's statements).
+struct Lazy<'c> {
+    db: &'c Connection,
+    sql: &'static str,
+    stmt: Option<Statement<'c>>,
+}
+
+impl<'c> Lazy<'c> {
+    fn new(db: &'c Connection, sql: &'static str) -> Self {
+        Lazy {
+            db,
+            sql,
+            stmt: None,
+        }
+    }
+
+    /// The statement, prepared now if it was not yet.
+    fn get(&mut self) -> Result<&mut Statement<'c>> {
+        if self.stmt.is_none() {
+            self.stmt = Some(self.db.prepare(self.sql)?);
+        }
+        Ok(self.stmt.as_mut().expect("just prepared"))
+    }
 }
 
 /// What one learning batch did.
@@ -329,20 +355,23 @@ pub(super) fn learn(
     let mut is_seen = db.prepare(
         "SELECT content_hash, grp, signature, raw FROM main.dedup_url_seen WHERE url = ?1",
     )?;
-    let mut refetched = db.prepare(
+    let mut refetched = Lazy::new(
+        db,
         "UPDATE main.dedup_url_seen SET content_hash = ?2, grp = ?3, signature = ?4, raw = ?5 WHERE url = ?1",
-    )?;
-    let mut same_path = db.prepare(
+    );
+    let mut same_path = Lazy::new(
+        db,
         "SELECT query, content_hash, grp, signature FROM main.dedup_url_seen
          WHERE domain = ?1 AND path = ?2 ORDER BY seen DESC LIMIT ?3",
-    )?;
+    );
     let mut add_seen = db.prepare(
         "INSERT INTO main.dedup_url_seen (url, domain, path, query, content_hash, grp, signature, seen, raw)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut add_param = db.prepare(
+    let mut add_param = Lazy::new(
+        db,
         "INSERT INTO main.dedup_url_params (domain, path, rest, param, value) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
+    );
     let mut chrome = ChromeMemory::new(db, segments)?;
     let mut cursor = rows.query(params![from_rowid, from_archive])?;
     // Where this batch ends: the table's last row (and its URL) and the
@@ -432,7 +461,7 @@ pub(super) fn learn(
             let c = counts.entry(rule).or_insert((0, 0));
             c.0 += 1;
             c.1 += dup;
-            refetched.execute(params![
+            refetched.get()?.execute(params![
                 canonical,
                 item.content_hash,
                 item.grp,
@@ -454,6 +483,7 @@ pub(super) fn learn(
         }
         if !paths.contains_key(&key) {
             let mut earlier = same_path
+                .get()?
                 .query_map(params![parts.domain, parts.path, MAX_COMPARED], |r| {
                     Ok(Seen {
                         parts: UrlParts::from_key(
@@ -526,7 +556,9 @@ pub(super) fn learn(
         });
         for (param, value) in &parts.query {
             let rest = parts.query_key_without(param);
-            add_param.execute(params![parts.domain, parts.path, rest, param, value])?;
+            add_param
+                .get()?
+                .execute(params![parts.domain, parts.path, rest, param, value])?;
             changes.push(Change::Param {
                 domain: parts.domain.clone(),
                 path: parts.path.clone(),
@@ -599,41 +631,42 @@ fn save_counts(
     known: &mut HashMap<RuleKey, RuleRow>,
     changes: &mut Vec<Change>,
 ) -> Result<()> {
-    let mut find = None;
-    let mut update = db.prepare(
+    let mut find = Lazy::new(
+        db,
+        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
+         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
+    );
+    let mut update = Lazy::new(
+        db,
         "UPDATE main.dedup_url_rules SET observations = ?2, duplicates = ?3, probability = ?4 WHERE rowid = ?1",
-    )?;
-    let mut insert = db.prepare(
+    );
+    let mut insert = Lazy::new(
+        db,
         "INSERT INTO main.dedup_url_rules (domain, path, param, value, observations, duplicates, probability)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?;
+    );
     let mut keys: Vec<(RuleKey, (i64, i64))> = counts.into_iter().collect();
     keys.sort();
     for (k, (obs, dups)) in keys {
         let found = match known.get(&k) {
             Some(row) => Some(*row),
-            None => {
-                if find.is_none() {
-                    find = Some(db.prepare(
-                        "SELECT rowid, observations, duplicates FROM main.dedup_url_rules
-                         WHERE domain = ?1 AND path IS ?2 AND param IS ?3 AND value IS ?4",
-                    )?);
-                }
-                let find = find.as_mut().expect("just prepared");
-                find.query_row(params![k.domain, k.path, k.param, k.value], |r| {
+            None => find
+                .get()?
+                .query_row(params![k.domain, k.path, k.param, k.value], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
-                .optional()?
-            }
+                .optional()?,
         };
         let row = match found {
             Some((rowid, o, d)) => {
                 let (o, d) = (o.saturating_add(obs), d.saturating_add(dups));
-                update.execute(params![rowid, o, d, probability(o, d)])?;
+                update
+                    .get()?
+                    .execute(params![rowid, o, d, probability(o, d)])?;
                 (rowid, o, d)
             }
             None => {
-                insert.execute(params![
+                insert.get()?.execute(params![
                     k.domain,
                     k.path,
                     k.param,
