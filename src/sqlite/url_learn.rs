@@ -46,7 +46,6 @@ CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
 CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
 CREATE TABLE IF NOT EXISTS main.dedup_url_params (
   domain TEXT NOT NULL, path TEXT NOT NULL, rest TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS main.dedup_url_params_rest ON dedup_url_params (domain, path, rest, param);
 CREATE TABLE IF NOT EXISTS main.dedup_url_state (key TEXT PRIMARY KEY, value);
 ";
 
@@ -128,19 +127,22 @@ fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
         .collect()
 }
 
-/// An index of `dedup_url_seen` that no query reads (it was written with
-/// every URL learned): dropped where an earlier version made it.
-const UNUSED_INDEX: &str = "dedup_url_seen_query";
+/// Indexes of the model's tables that no query reads (each was written
+/// with every URL learned; the model's reads take the tables whole, or a
+/// seen URL by its key): dropped where an earlier version made them.
+const UNUSED_INDEXES: [&str; 2] = ["dedup_url_seen_query", "dedup_url_params_rest"];
 
 /// The tables of the model and its edit triggers, created when missing.
 fn ensure_schema(db: &Connection) -> Result<()> {
-    let unused: bool = db.query_row(
-        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
-        [UNUSED_INDEX],
-        |r| r.get(0),
-    )?;
-    if unused {
-        db.execute_batch(&format!("DROP INDEX main.{UNUSED_INDEX}"))?;
+    for index in UNUSED_INDEXES {
+        let made: bool = db.query_row(
+            "SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
+            [index],
+            |r| r.get(0),
+        )?;
+        if made {
+            db.execute_batch(&format!("DROP INDEX main.{index}"))?;
+        }
     }
     let present: i64 = db.query_row(
         "SELECT count(*) FROM main.sqlite_schema WHERE type IN ('table', 'trigger') AND name IN

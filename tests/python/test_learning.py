@@ -438,20 +438,26 @@ def test_a_schema_seen_in_a_batch_rolled_back_is_not_trusted(tmp_path):
 
 def test_a_batch_writes_few_pages_and_drops_the_index_no_query_reads(tmp_path):
     """The state's rows are changed in place (their rowids stay), and the
-    index dedup_url_seen_query an earlier version made (no query read it)
-    is dropped by the next batch."""
+    indexes dedup_url_seen_query and dedup_url_params_rest an earlier
+    version made (no query read them) are dropped by the next batch."""
     rows = param_crawl(n_articles=20, seed=4)
     conn = crawl_db(tmp_path, rows[:30])
     conn.execute("SELECT dedup_learn_url_rules()").fetchone()
     state = conn.execute("SELECT rowid, key FROM dedup_url_state ORDER BY key").fetchall()
+    assert [name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'index' AND "
+                                              "tbl_name LIKE 'dedup_url_%' ORDER BY name")] == [
+        "dedup_url_rules_key", "dedup_url_seen_path", "sqlite_autoindex_dedup_url_seen_1",
+        "sqlite_autoindex_dedup_url_state_1"]
     conn.execute("CREATE INDEX dedup_url_seen_query ON dedup_url_seen (domain, path, query)")
+    conn.execute("CREATE INDEX dedup_url_params_rest ON dedup_url_params (domain, path, rest, param)")
     conn.close()
     conn = connect(os.path.join(str(tmp_path), "crawl.db"))
     conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in rows[30:]])
     assert conn.execute("SELECT dedup_learn_url_rules()").fetchone()[0].startswith(f"learned from {len(rows) - 30}")
     assert conn.execute("SELECT rowid, key FROM dedup_url_state ORDER BY key").fetchall() == state
-    assert conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name = 'dedup_url_seen' AND type = 'index' "
-                        "ORDER BY name").fetchall() == [("dedup_url_seen_path",), ("sqlite_autoindex_dedup_url_seen_1",)]
+    assert conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name IN ('dedup_url_seen', 'dedup_url_params') "
+                        "AND type = 'index' ORDER BY name").fetchall() == [
+        ("dedup_url_seen_path",), ("sqlite_autoindex_dedup_url_seen_1",)]
     whole = crawl_db(tmp_path, rows, "whole.db")
     learn(whole)
     assert rules(conn) == rules(whole)
