@@ -47,6 +47,9 @@ fn always_full(s: &Settings) -> Option<&'static str> {
     }
 }
 
+/// Why a run is full when the index, or one of its tables, is missing.
+const NO_INDEX_YET: &str = "no index yet (the first run, or a restore since the last)";
+
 /// Why this run must be full, or `None` when it can be incremental.
 fn why_full(
     db: &Connection,
@@ -67,15 +70,11 @@ fn why_full(
         || !exists("dedup_index_state")?
         || !exists("dedup_runs")?
     {
-        return Ok(Some(
-            "no index yet (the first run, or a restore since the last)".into(),
-        ));
+        return Ok(Some(NO_INDEX_YET.into()));
     }
     let state = |key: &str| state_value(db, key);
     let Some(run) = state("run")? else {
-        return Ok(Some(
-            "no index yet (the first run, or a restore since the last)".into(),
-        ));
+        return Ok(Some(NO_INDEX_YET.into()));
     };
     if state("version")? != Some(version()) {
         return Ok(Some("the index is from another version".into()));
@@ -87,9 +86,7 @@ fn why_full(
         || !exists("dedup_index_keys")?
         || !exists("dedup_index_keys_new")?
     {
-        return Ok(Some(
-            "no index yet (the first run, or a restore since the last)".into(),
-        ));
+        return Ok(Some(NO_INDEX_YET.into()));
     }
     let last: Option<i64> =
         db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?;
