@@ -31,6 +31,8 @@ pub unsafe extern "C" fn sqlite3_dedup_init(
     p_api: *mut rusqlite::ffi::sqlite3_api_routines,
 ) -> std::os::raw::c_int {
     Connection::extension_init2(db, pz_err_msg, p_api, |db| {
+        // Before anything can start the thread pool: see `stay_loaded`.
+        crate::sqlite::stay_loaded::pin();
         register(&db)?;
         Ok(false)
     })

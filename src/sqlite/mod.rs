@@ -11,6 +11,7 @@ pub mod scalars;
 pub mod segments;
 pub mod sketches;
 pub mod sort_key;
+pub mod stay_loaded;
 pub mod url_chrome;
 pub mod url_learn;
 pub mod url_memory;

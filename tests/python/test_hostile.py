@@ -197,6 +197,43 @@ def test_a_thread_pool_that_cannot_start_gives_the_same_results():
     assert results["fail"] == results[""] == results["1"] == results["2"]
 
 
+def test_closing_the_last_connection_leaves_the_library_loaded_under_its_threads(tmp_path):
+    # SQLite unloads an extension when the last connection that loaded it
+    # closes; the thread pool's threads outlive connections and run the
+    # library's code, so an unload under them is a segmentation fault (the
+    # CLI crashed so, exiting at once after a failed run). The library now
+    # stays mapped: checked right after a close, before and after the pool
+    # started, on connections closed as fast as they can be.
+    code = f"""
+        import os, sqlite3
+        def mapped():
+            return any({P.EXTENSION!r} in line for line in open("/proc/self/maps"))
+        def loaded(path):
+            c = sqlite3.connect(path)
+            c.enable_load_extension(True)
+            c.load_extension({P.EXTENSION!r})
+            return c
+        loaded(":memory:").close()
+        print("after a load and close:", mapped())
+        for i in range(20):
+            c = loaded({str(tmp_path / "none.db")!r})
+            try:
+                c.execute("SELECT dedup_run()").fetchone()
+            except sqlite3.Error:
+                pass
+            c.close()
+            assert mapped(), i
+        print("threads:", len(os.listdir("/proc/self/task")))
+    """
+    proc = subprocess.run([PYTHON, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, DEDUP_THREADS="3"))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "after a load and close: True", proc.stdout
+    # One pool for the process (3 threads beside the main one), not one per load.
+    assert lines[1] == "threads: 4", proc.stdout
+
+
 def test_error_messages_escape_nul_and_stay_short():
     code = """
         out = {}
