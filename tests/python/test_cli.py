@@ -225,6 +225,25 @@ def test_the_missing_table_hint_names_the_option(tmp_path):
     assert cli(tmp_path, "run", db, "--table", "docs", "--near-mode", "lsh").returncode == 0
 
 
+def test_a_run_that_fails_at_once_exits_cleanly_while_its_threads_start_late(tmp_path):
+    # The command fails at once and closes its connections as it exits,
+    # which unloaded the extension while the thread pool's threads were
+    # still starting: a segmentation fault (-11), 96 times in 150 on one
+    # busy core before the library was pinned. Here the command shares one
+    # core with a busy loop, so its new threads start late.
+    db = str(tmp_path / "other.db")
+    sqlite3.connect(db).execute("CREATE TABLE docs (url TEXT, content TEXT)")
+    core = {min(os.sched_getaffinity(0))}
+    busy = subprocess.Popen([PYTHON, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, core))
+    try:
+        codes = [cli(tmp_path, "run", db, preexec_fn=lambda: os.sched_setaffinity(0, core)).returncode
+                 for _ in range(12)]
+    finally:
+        busy.kill()
+        busy.wait()
+    assert codes == [1] * 12, codes
+
+
 def test_ctrl_c_interrupts_the_run_and_changes_nothing(tmp_path):
     import signal
     import time
