@@ -13,6 +13,7 @@ pub mod lsh_prune;
 pub mod near_dups;
 pub mod pair_scan;
 pub mod parallel;
+pub mod pools;
 pub mod scan_ahead;
 pub mod segments;
 pub mod shingles;

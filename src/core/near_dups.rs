@@ -20,7 +20,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::core::halt::{try_collect, Halt};
-use crate::core::parallel::{map_polled, pool};
+use crate::core::parallel::map_polled;
+use crate::core::pools::pool;
 use crate::core::similarity::{
     max_distance_above, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };

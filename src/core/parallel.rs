@@ -1,5 +1,5 @@
 //! Parallel work that a caller can stop: jobs run on the crate's thread
-//! pool while the calling thread waits for their results (or, with
+//! pool (`core::pools`) while the calling thread waits for their results (or, with
 //! [`share_beside`], takes jobs too, and a job may share its long work
 //! with the threads that have none left: [`map_shared`]) and, every few
 //! milliseconds, asks
@@ -10,63 +10,15 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rayon::{ThreadPool, ThreadPoolBuilder};
+use rayon::ThreadPool;
 
 use crate::core::halt::Halt;
 
 /// How often the calling thread polls while the pool works.
 const POLL_EVERY: Duration = Duration::from_millis(2);
-
-/// The pool, built on first use: `DEDUP_THREADS` threads (default: one
-/// per core); `None` when it could not start or `DEDUP_THREADS` is 1.
-/// `DEDUP_THREADS=fail` simulates a pool that cannot start (for tests).
-pub fn pool() -> Option<&'static ThreadPool> {
-    static POOL: OnceLock<Option<ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(
-        || match std::env::var("DEDUP_THREADS").unwrap_or_default().as_str() {
-            "fail" => build(None, true),
-            "1" => None,
-            n => build(n.parse::<usize>().ok().filter(|&n| n > 1), false),
-        },
-    )
-    .as_ref()
-}
-
-/// A pool of one thread fewer than [`pool`], for work that the calling
-/// thread shares ([`share_beside`]); `None` when [`pool`] is `None` or has
-/// one thread.
-pub fn helpers() -> Option<&'static ThreadPool> {
-    static HELPERS: OnceLock<Option<ThreadPool>> = OnceLock::new();
-    HELPERS
-        .get_or_init(|| match pool()?.current_num_threads() {
-            n if n > 1 => build(Some(n - 1), false),
-            _ => None,
-        })
-        .as_ref()
-}
-
-/// A pool of `threads` threads (default: one per core), or `None` (never a
-/// panic) when it cannot start; `fail` makes every thread fail to start.
-pub fn build(threads: Option<usize>, fail: bool) -> Option<ThreadPool> {
-    let mut builder = ThreadPoolBuilder::new().spawn_handler(move |thread| {
-        if fail {
-            return Err(std::io::Error::other("thread creation refused"));
-        }
-        let mut b = std::thread::Builder::new().name(format!("dedup-{}", thread.index()));
-        if let Some(size) = thread.stack_size() {
-            b = b.stack_size(size);
-        }
-        b.spawn(|| thread.run())?;
-        Ok(())
-    });
-    if let Some(n) = threads {
-        builder = builder.num_threads(n);
-    }
-    builder.build().ok()
-}
 
 /// `f` on every item, on `pool` (or the calling thread when there is none
 /// or only one item): the `Some` results in item order. `f` gets a stop
@@ -162,7 +114,7 @@ pub fn polling<'p>(poll: &'p mut dyn FnMut() -> bool) -> impl Fn() -> bool + 'p 
 /// `f` on every item, shared by `pool`'s threads and the calling thread,
 /// which first runs `beside` (e.g. reading from a connection only it may
 /// use; keep it short: it is not polled) and then takes items too. With
-/// [`helpers`] that is one thread per core and none left waiting (on 2
+/// [`helpers`](crate::core::pools::helpers) that is one thread per core and none left waiting (on 2
 /// cores, a third thread waking and sleeping around every job cost the
 /// window scan a quarter of its time). Items are taken in order, one at a
 /// time; a thread left without items helps with the work that the items
@@ -413,6 +365,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::pools::build;
 
     /// Ten seconds of work unless stopped.
     fn long(_: &u8, stop: &dyn Fn() -> bool) -> Result<Option<()>, Halt> {

@@ -44,7 +44,8 @@ use crate::core::halt::Halt;
 use crate::core::near_dups::{
     bounds, elect, Bounds, Prepared, Removal, ScanRow, ScanStats, PARALLEL_WORK,
 };
-use crate::core::parallel::{map_polled, map_shared, polling, pool, share_beside, Board};
+use crate::core::parallel::{map_polled, map_shared, polling, share_beside, Board};
+use crate::core::pools::pool;
 use crate::core::similarity::{ratio_from_distance, Compared};
 
 /// Pair verdicts held for one chunk, at most (a chunk is at least one anchor).
@@ -554,7 +555,7 @@ fn elect_anchor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::parallel::build;
+    use crate::core::pools::build;
     use crate::core::window_scan::scan_on;
     use proptest::prelude::*;
 

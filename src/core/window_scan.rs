@@ -7,7 +7,7 @@ use rayon::ThreadPool;
 
 use crate::core::halt::Halt;
 use crate::core::near_dups::{scan_sequential, Removal, ScanRow, ScanStats};
-use crate::core::parallel::helpers;
+use crate::core::pools::helpers;
 
 /// Runs the scan over `rows` (in scan order), comparing each row with the
 /// next `distance` rows. Returns the removed rows in the order they were

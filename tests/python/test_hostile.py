@@ -4,6 +4,9 @@ abort or a crash shows as a dead process and a hang as a time-out; memory
 is measured as the subprocess's peak RSS."""
 import json
 import os
+import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -232,6 +235,48 @@ def test_closing_the_last_connection_leaves_the_library_loaded_under_its_threads
     assert lines[0] == "after a load and close: True", proc.stdout
     # One pool for the process (3 threads beside the main one), not one per load.
     assert lines[1] == "threads: 4", proc.stdout
+
+
+def test_a_forked_child_runs_with_its_own_threads(tmp_path):
+    # A child made by fork has only the forking thread; the pool it
+    # inherited from a parent that had run a dedup took jobs no thread ran,
+    # and the child waited for ever (Python's multiprocessing forks so).
+    # Now the child builds its own pool: its run ends, with the parent's
+    # result, in parent and child alike; with a pool of three threads and
+    # with the scan's work shared beside the calling thread.
+    for name in ("parent.db", "child.db"):
+        shutil.copy(P.DEMO, tmp_path / name)
+    code = f"""
+        import os, sqlite3, sys
+        def run(path):
+            c = sqlite3.connect(path)
+            c.enable_load_extension(True)
+            c.load_extension({P.EXTENSION!r})
+            report = c.execute("SELECT dedup_run()").fetchone()[0]
+            c.close()
+            return report.splitlines()[0]
+        print("parent", run({str(tmp_path / "parent.db")!r}), flush=True)
+        pid = os.fork()
+        if pid == 0:
+            print("child", run({str(tmp_path / "child.db")!r}), flush=True)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("child status", status)
+    """
+    proc = subprocess.Popen([PYTHON, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, DEDUP_THREADS="3"), start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child too
+        out, err = proc.communicate()
+        pytest.fail(f"a time-out; printed: {out}")
+    assert proc.returncode == 0, err
+    assert out.splitlines() == [
+        "parent run 1: 600 rows -> 245 rows", "child run 1: 600 rows -> 245 rows", "child status 0"], out
+    rows = [sqlite3.connect(tmp_path / name).execute("SELECT * FROM pages ORDER BY rowid").fetchall()
+            for name in ("parent.db", "child.db")]
+    assert rows[0] == rows[1] and len(rows[0]) == 245
 
 
 def test_error_messages_escape_nul_and_stay_short():

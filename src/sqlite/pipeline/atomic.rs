@@ -223,7 +223,7 @@ impl Breaker {
 /// what it was built with). A thread SQLite cannot start leaves the sort
 /// on the calling thread.
 fn lend_sorter_threads(db: &Connection) -> Option<i32> {
-    let helpers = crate::core::parallel::pool()
+    let helpers = crate::core::pools::pool()
         .map_or(0, |p| p.current_num_threads().saturating_sub(1))
         .min(8) as i32;
     // Safety: the handle is this connection's, used on its own thread; -1
