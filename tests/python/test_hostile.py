@@ -279,6 +279,40 @@ def test_a_forked_child_runs_with_its_own_threads(tmp_path):
     assert rows[0] == rows[1] and len(rows[0]) == 245
 
 
+@pytest.mark.parametrize("mode", ["window", "lsh"])
+def test_runs_on_three_databases_at_once_share_the_pool_with_a_run_alone_s_result(tmp_path, mode):
+    # One process, three threads, three connections: the runs share the
+    # process's thread pool (Python's sqlite3 lets go of the GIL while a
+    # statement runs, so they overlap). Each leaves what a run alone does.
+    for name in ("a", "b", "c", "alone"):
+        (tmp_path / name).mkdir()
+    paths = [P.copy_corpus(tmp_path / name) for name in ("a", "b", "c", "alone")]
+    code = f"""
+        import sqlite3, threading
+        settings = '{{"near_mode": "{mode}"}}'
+        def run(path, out):
+            c = sqlite3.connect(path, check_same_thread=False)
+            c.enable_load_extension(True)
+            c.load_extension({P.EXTENSION!r})
+            out[path] = c.execute("SELECT dedup_run(?)", (settings,)).fetchone()[0].splitlines()[0]
+            c.close()
+        out = {{}}
+        threads = [threading.Thread(target=run, args=(p, out)) for p in {paths[:3]!r}]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        run({paths[3]!r}, out)
+        print(len(set(out.values())), len(out))
+    """
+    proc = subprocess.run([PYTHON, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout.split()) == (0, ["1", "4"]), (proc.stdout, proc.stderr)
+    tables = [[sqlite3.connect(p).execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+               for t in ("pages", "dedup_removed")] for p in paths]
+    assert len(tables[3][1]) > 3000
+    assert tables[0] == tables[1] == tables[2] == tables[3]
+
+
 def test_error_messages_escape_nul_and_stay_short():
     code = """
         out = {}
