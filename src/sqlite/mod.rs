@@ -17,6 +17,7 @@ pub mod url_learn;
 pub mod url_memory;
 pub mod url_model;
 pub mod url_rules;
+pub mod url_state;
 pub mod vtab;
 
 use rusqlite::{Connection, Result};

@@ -7,7 +7,8 @@
 //! What the learner remembers of the URLs it has seen (their path, query and
 //! a MinHash of their text) lives in `dedup_url_seen` and
 //! `dedup_url_params`; `dedup_url_state` says where the last batch ended, so
-//! a new batch reads only the rows added since.
+//! a new batch reads only the rows added since (the tables and the
+//! state: [`super::url_state`]).
 
 use std::collections::HashMap;
 
@@ -15,11 +16,11 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension, Result, Statement};
 
 use super::interrupt::{halt_error, InterruptPoll};
-use super::pipeline::schema::{self, Source};
 use super::pipeline::DedupError;
 use super::url_chrome::ChromeMemory;
 use super::url_memory::{LearnerMemory, MemoryCache, RuleRow, SchemaSeen, Seen};
-use super::url_model::{Stamp, EDIT_TRIGGERS};
+use super::url_model::Stamp;
+use super::url_state::{checked_schema, watermarks, Checked, Watermarks};
 use crate::core::hash::sha1_hex;
 use crate::core::sketch::{MinHasher, Shingling};
 use crate::core::url::{canonicalize, UrlOptions};
@@ -34,21 +35,6 @@ pub const MAX_COMPARED: i64 = 200;
 /// values collide by chance once in 65,536, and 256 values estimate a
 /// Jaccard near 0.9 within about 0.02).
 const NUM_PERM: usize = 256;
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS main.dedup_url_rules (
-  domain TEXT NOT NULL, path TEXT, param TEXT, value TEXT,
-  observations INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,
-  probability REAL NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS main.dedup_url_rules_key ON dedup_url_rules (domain, path, param, value);
-CREATE TABLE IF NOT EXISTS main.dedup_url_seen (
-  url TEXT PRIMARY KEY, domain TEXT NOT NULL, path TEXT NOT NULL, query TEXT NOT NULL,
-  content_hash TEXT, grp INTEGER, signature BLOB, seen INTEGER NOT NULL, raw TEXT);
-CREATE INDEX IF NOT EXISTS main.dedup_url_seen_path ON dedup_url_seen (domain, path, seen);
-CREATE TABLE IF NOT EXISTS main.dedup_url_params (
-  domain TEXT NOT NULL, path TEXT NOT NULL, rest TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS main.dedup_url_state (key TEXT PRIMARY KEY, value);
-";
-
 /// How the rules see a URL: canonicalized with every parameter kept except
 /// the tracking ones, and nothing ignored (made once: its lists are
 /// owned strings).
@@ -118,178 +104,6 @@ struct Learned {
     already_seen: i64,
     unparseable: i64,
     rules_updated: usize,
-}
-
-/// The learner's state (`dedup_url_state`), by key.
-fn read_state(db: &Connection) -> Result<HashMap<String, Value>> {
-    db.prepare("SELECT key, value FROM main.dedup_url_state")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
-}
-
-/// Indexes of the model's tables that no query reads (each was written
-/// with every URL learned; the model's reads take the tables whole, or a
-/// seen URL by its key): dropped where an earlier version made them.
-const UNUSED_INDEXES: [&str; 2] = ["dedup_url_seen_query", "dedup_url_params_rest"];
-
-/// The tables of the model and its edit triggers, created when missing.
-fn ensure_schema(db: &Connection) -> Result<()> {
-    for index in UNUSED_INDEXES {
-        let made: bool = db.query_row(
-            "SELECT count(*) FROM main.sqlite_schema WHERE type = 'index' AND name = ?1",
-            [index],
-            |r| r.get(0),
-        )?;
-        if made {
-            db.execute_batch(&format!("DROP INDEX main.{index}"))?;
-        }
-    }
-    let present: i64 = db.query_row(
-        "SELECT count(*) FROM main.sqlite_schema WHERE type IN ('table', 'trigger') AND name IN
-           ('dedup_url_rules', 'dedup_url_seen', 'dedup_url_params', 'dedup_url_state',
-            'dedup_url_segments', 'dedup_url_rules_inserted', 'dedup_url_rules_updated',
-            'dedup_url_rules_deleted')",
-        [],
-        |r| r.get(0),
-    )?;
-    if present < 8 {
-        db.execute_batch(SCHEMA)?;
-        db.execute_batch(super::url_chrome::SCHEMA)?;
-        db.execute_batch(EDIT_TRIGGERS)?;
-    }
-    Ok(())
-}
-
-/// The schema versions of `main` and `temp` (each changes whenever
-/// anything of its schema does).
-fn schema_versions(db: &Connection) -> Result<(i64, i64)> {
-    Ok((
-        db.query_row("PRAGMA main.schema_version", [], |r| r.get(0))?,
-        db.query_row("PRAGMA temp.schema_version", [], |r| r.get(0))?,
-    ))
-}
-
-/// The pages table `table`, with the model's tables and the temp views
-/// over the table and the archive made when missing, and the learner's
-/// state; the schema is checked only when it changed since the batch that
-/// left `memories`'s, or that batch is not known to have committed.
-fn checked_schema(
-    db: &Connection,
-    table: &str,
-    memories: &MemoryCache,
-) -> std::result::Result<Checked, DedupError> {
-    let versions = schema_versions(db)?;
-    if let Some(seen) = memories.schema(versions, table) {
-        // (The tables carry the stamp that batch wrote: it committed, so
-        // the schema at these versions is the one it left. Without the
-        // state's table the read fails, and the schema is checked.)
-        if let Ok(state) = read_state(db) {
-            if state.get("version") == Some(&seen.stamp) {
-                return Ok(Checked {
-                    source: seen.source,
-                    versions,
-                    state,
-                });
-            }
-        }
-    }
-    ensure_schema(db)?;
-    let source = Source::inspect(db, table)?;
-    schema::ensure_temp_view(db, "_dedup_source", &source.view_body())?;
-    schema::ensure_temp_view(
-        db,
-        "_dedup_archive",
-        &schema::archive_view_body(db, &source, None)?,
-    )?;
-    Ok(Checked {
-        source,
-        versions: schema_versions(db)?,
-        state: read_state(db)?,
-    })
-}
-
-/// What [`checked_schema`] found: the pages table, the schema versions
-/// and the learner's state.
-struct Checked {
-    source: Source,
-    versions: (i64, i64),
-    state: HashMap<String, Value>,
-}
-
-/// The rowids after which the new rows of the table and of the archive
-/// start: where the last batch ended when the table is the same and its
-/// last learned row is still there unchanged (rows were only added), else
-/// from the start (every row is then checked against the seen URLs).
-fn watermarks(
-    db: &Connection,
-    source: &Source,
-    state: &HashMap<String, Value>,
-) -> Result<(i64, i64)> {
-    let from_start = (i64::MIN, i64::MIN);
-    let same_table = matches!(state.get("table"), Some(Value::Text(t)) if *t == source.table);
-    let (Some(Value::Integer(rowid)), Some(Value::Integer(archive)), true) =
-        (state.get("rowid"), state.get("archive_rowid"), same_table)
-    else {
-        return Ok(from_start);
-    };
-    let (current, archive_max): (Option<Value>, i64) = db.query_row(
-        "SELECT (SELECT url FROM temp._dedup_source WHERE rid = ?1),
-                (SELECT coalesce(max(archive_rowid), 0) FROM temp._dedup_archive)",
-        [rowid],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let intact = match (current.as_ref(), state.get("url")) {
-        (Some(a), Some(b)) => a == b,
-        _ => false,
-    };
-    Ok(if intact && archive_max >= *archive {
-        (*rowid, *archive)
-    } else {
-        from_start
-    })
-}
-
-/// Where a batch ends: the table's last rowid (`None`: the table is empty)
-/// and that row's URL, and the archive's last rowid (0: none).
-struct Watermarks {
-    rowid: Option<i64>,
-    url: Value,
-    archive: i64,
-}
-
-impl Watermarks {
-    /// Before the batch's rows are read: where the last batch ended, when
-    /// the rows are read from there ([`watermarks`] found its last row
-    /// intact), else nothing yet (every row is read).
-    fn after(from_rowid: i64, from_archive: i64, state: &HashMap<String, Value>) -> Self {
-        let from_start = from_rowid == i64::MIN;
-        Watermarks {
-            rowid: (!from_start).then_some(from_rowid),
-            url: match (from_start, state.get("url")) {
-                (false, Some(url)) => url.clone(),
-                _ => Value::Null,
-            },
-            archive: if from_archive == i64::MIN {
-                0
-            } else {
-                from_archive
-            },
-        }
-    }
-
-    /// One row read (`kind` 0: the table's, `id` its rowid; 1: the
-    /// archive's); `url` reads its URL, when it is the last so far.
-    fn note(&mut self, kind: i64, id: i64, url: impl FnOnce() -> Result<Value>) -> Result<()> {
-        if kind == 0 {
-            if !matches!(self.rowid, Some(r) if id <= r) {
-                self.rowid = Some(id);
-                self.url = url()?;
-            }
-        } else {
-            self.archive = self.archive.max(id);
-        }
-        Ok(())
-    }
 }
 
 /// What a learning batch changed: the model's stamp before and after, the
