@@ -13,9 +13,12 @@
 
 /// Marks the shared library holding this function as never to be unloaded.
 /// Returns whether it is pinned now (false where the platform has no such
-/// mark, or the library's file could not be found again).
+/// mark, or the library's file could not be found again). Done once per
+/// process: the entry point calls it at every load, and each `dlopen`
+/// would hold one more reference.
 pub fn pin() -> bool {
-    imp::pin()
+    static PINNED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PINNED.get_or_init(imp::pin)
 }
 
 #[cfg(unix)]
