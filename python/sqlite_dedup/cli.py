@@ -127,6 +127,8 @@ def add_near_mode_options(parser):
 
 
 def main(argv=None):
+    """The `sqlite-dedup` command: parses `argv` (default: the process's
+    arguments), runs the subcommand named and returns its exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["spark"]:
         from sqlite_dedup.spark.cli import main as spark_main

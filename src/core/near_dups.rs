@@ -108,6 +108,8 @@ pub(super) struct Profile {
 }
 
 impl Profile {
+    /// The profile of `text`: its length in code points and its histogram;
+    /// `settled` is the group a last run settled it in (incremental runs).
     pub(super) fn new(text: &Text, settled: Option<i64>) -> Self {
         Profile {
             len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
@@ -124,6 +126,8 @@ pub(super) struct Text {
 }
 
 impl Text {
+    /// Holds `text`, with its code points apart when it is not ASCII;
+    /// stops with `Halt` when the memory for them cannot be had.
     pub(super) fn new(text: String) -> Result<Self, Halt> {
         let wide = if text.is_ascii() {
             None
@@ -138,6 +142,7 @@ impl Text {
         self.text.len() + self.wide.as_ref().map_or(0, |w| w.len() * 4)
     }
 
+    /// The text as the LCS kernel reads it: bytes when ASCII, else chars.
     pub(super) fn code_points(&self) -> CodePoints<'_> {
         match &self.wide {
             Some(chars) => CodePoints::Wide(Cow::Borrowed(chars)),

@@ -25,6 +25,7 @@ pub fn pin() -> bool {
 mod imp {
     use std::mem::MaybeUninit;
 
+    /// Pins the library found by `dladdr` from one of its functions.
     pub fn pin() -> bool {
         let here = super::pin as *const () as *const libc::c_void;
         let mut info = MaybeUninit::<libc::Dl_info>::zeroed();
@@ -53,6 +54,7 @@ mod imp {
 
 #[cfg(not(unix))]
 mod imp {
+    /// No such mark here: the library is left as the loader keeps it.
     pub fn pin() -> bool {
         false
     }

@@ -44,6 +44,8 @@ def settings_of(args):
 
 
 def main(argv=None):
+    """`sqlite-dedup spark`: parses `argv`, runs the job on the shards named
+    and returns its exit code."""
     args = parser().parse_args(argv)
     missing = [s for s in args.shards if not os.path.isfile(s)]
     if missing:
