@@ -223,6 +223,30 @@ def test_without_rowid_is_refused_before_anything_runs(tmp_path):
     assert fingerprint(db) == before
 
 
+@pytest.mark.parametrize("setup, table, said", [
+    ("ATTACH '{other}' AS crawl; CREATE TABLE crawl.pages (url TEXT, content TEXT);", "crawl.pages",
+     "table 'crawl.pages' not found in the main database, got one in the attached database 'crawl'"),
+    ("ATTACH '{other}' AS crawl; CREATE TABLE crawl.docs (url TEXT, content TEXT);", "docs",
+     "table 'docs' not found in the main database, got one in the attached database 'crawl'"),
+    ("CREATE TEMP TABLE scraped (url TEXT, content TEXT);", "scraped",
+     "table 'scraped' not found in the main database, got a temporary one"),
+    ("", "crawl.pages", "table 'crawl.pages' not found, got none in this database"),
+])
+def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup, table, said):
+    """A run works on the main database only; a table the setting names in
+    an attached or temporary database is refused with where it was found,
+    and nothing of either database changes."""
+    db, other = str(tmp_path / "main.db"), str(tmp_path / "other.db")
+    sqlite3.connect(db).execute("CREATE TABLE kept (x)").connection.commit()
+    before = fingerprint(db)
+    out = shell(db, setup.format(other=other) + f"SELECT dedup_run('{{\"table\": \"{table}\"}}');")
+    assert out.returncode == 1 and "dedup: " + said in out.stderr, out
+    assert fingerprint(db) == before
+    if os.path.exists(other):
+        assert [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM sqlite_schema")] \
+            in (["pages"], ["docs"])
+
+
 def test_settings_made_before_the_first_run_on_a_fresh_database(tmp_path):
     db = crawl.make(str(tmp_path / "f.db"))
     out = shell(db, "CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);",

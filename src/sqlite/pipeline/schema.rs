@@ -146,10 +146,21 @@ impl Source {
             .optional()?;
         let name = match stored {
             None => {
-                return fail(format!(
-                    "dedup: table {} not found, got none in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
-                    excerpt(table)
-                ))
+                return fail(match outside_main(db, table)? {
+                    Some(schema) if schema.eq_ignore_ascii_case("temp") => format!(
+                        "dedup: table {} not found in the main database, got a temporary one (a run works on tables of its connection's main database, which it archives and restores with them: copy it there, CREATE TABLE main.name AS SELECT * FROM temp.name)",
+                        excerpt(table)
+                    ),
+                    Some(schema) => format!(
+                        "dedup: table {} not found in the main database, got one in the attached database {} (a run works on its connection's main database: open that database's file itself)",
+                        excerpt(table),
+                        excerpt(&schema)
+                    ),
+                    None => format!(
+                        "dedup: table {} not found, got none in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
+                        excerpt(table)
+                    ),
+                })
             }
             Some((name, kind)) if kind == "view" => {
                 return fail(format!(
@@ -364,6 +375,33 @@ pub(crate) fn archive_view_body(
         }
     };
     Ok(body)
+}
+
+/// The schema other than `main` (`temp` or an attached database) that holds
+/// a table or view named `table`, or named by its part after the first dot
+/// when that part before names the schema (`"other.pages"`); `None` when no
+/// other schema holds it.
+fn outside_main(db: &Connection, table: &str) -> Result<Option<String>> {
+    let schemas: Vec<String> = db
+        .prepare("SELECT name FROM pragma_database_list WHERE name <> 'main' ORDER BY seq")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_>>()?;
+    for schema in schemas {
+        let qualified = table
+            .split_once('.')
+            .filter(|(s, _)| s.eq_ignore_ascii_case(&schema))
+            .map(|(_, t)| t);
+        for name in [Some(table), qualified].into_iter().flatten() {
+            let sql = format!(
+                "SELECT 1 FROM \"{}\".sqlite_schema WHERE lower(name) = lower(?1) AND type IN ('table', 'view')",
+                schema.replace('"', "\"\"")
+            );
+            if db.query_row(&sql, [name], |_| Ok(())).optional()?.is_some() {
+                return Ok(Some(schema));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
