@@ -280,6 +280,13 @@ fn error_messages_name_function_problem_and_value() {
         err(&db, "SELECT dedup_run('[1]')"),
         "dedup_run: settings must be a JSON object, got '[1]'"
     );
+    assert_eq!(
+        err(
+            &db,
+            r#"SELECT dedup_run('{"threshold": 0.9, "distance": 5, "threshold": 0.5}')"#
+        ),
+        r#"dedup_run: settings must name each setting once, got 'threshold' twice in '{"threshold": 0.9, "distance": 5, "threshold": 0.5}'"#
+    );
 }
 
 #[test]

@@ -237,9 +237,21 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
         let rows = stmt.query_map([json], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, Value>(1)?))
         })?;
+        let mut given: Vec<(String, Value)> = Vec::new();
         for row in rows {
-            pairs.push(row?);
+            let (key, value) = row?;
+            // (JSON allows a name twice; which one would win is no reader's
+            // guess, so neither does.)
+            if given.iter().any(|(k, _)| *k == key) {
+                return fail(format!(
+                    "dedup_run: settings must name each setting once, got '{}' twice in {}",
+                    key.replace('\'', "''"),
+                    excerpt(json)
+                ));
+            }
+            given.push((key, value));
         }
+        pairs.extend(given);
     }
     parse(&pairs)
 }
