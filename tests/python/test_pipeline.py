@@ -303,12 +303,15 @@ def test_a_run_leaves_the_connections_own_limits_as_it_found_them(tmp_path):
      "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 0 and 4"),
     ("INSERT INTO dedup_settings VALUES ('lsh_rows', 2000)",
      "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"),
+    ("DROP TABLE dedup_settings; CREATE TABLE dedup_settings (key, value);"
+     "INSERT INTO dedup_settings VALUES ('threshold', 0.9), ('n_min', 2), ('threshold', 0.5)",
+     "dedup: dedup_settings must hold each key once, got 'threshold' twice"),
 ])
 def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message):
     db = P.copy_corpus(tmp_path)
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
-    conn.execute(setup)
+    conn.executescript(setup)
     conn.commit()
     conn.close()
     before = fingerprint(db)

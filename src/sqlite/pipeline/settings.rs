@@ -211,6 +211,12 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
         for row in rows {
             let (key, value) = row?;
             match key {
+                Value::Text(k) if pairs.iter().any(|(seen, _)| *seen == k) => {
+                    return fail(format!(
+                        "dedup: dedup_settings must hold each key once, got '{}' twice (delete one; key TEXT PRIMARY KEY keeps it so)",
+                        k.replace('\'', "''")
+                    ))
+                }
                 Value::Text(k) => pairs.push((k, value)),
                 other => {
                     return fail(format!(
