@@ -148,7 +148,7 @@ impl Source {
             None => {
                 return fail(match outside_main(db, table)? {
                     Some(schema) if schema.eq_ignore_ascii_case("temp") => format!(
-                        "dedup: table {} not found in the main database, got a temporary one (a run works on tables of its connection's main database, which it archives and restores with them: copy it there, CREATE TABLE main.name AS SELECT * FROM temp.name)",
+                        "dedup: table {} not found in the main database, got a temporary one (a run works on a table of its connection's main database: copy it there, e.g. CREATE TABLE main.name AS SELECT * FROM temp.name)",
                         excerpt(table)
                     ),
                     Some(schema) => format!(
