@@ -17,16 +17,19 @@ use std::time::Instant;
 
 use rusqlite::{Connection, Result};
 
-/// The phases a run reports: the plan's scripts (a run's, then the one a
-/// run decided elsewhere has in place of phase 6), then the apply.
+use super::scripts::{EXTERNAL, PHASES};
+
+/// The phases a run reports, by the names the phase lists give them
+/// (`scripts`: a run's, then the one a run decided elsewhere has in place
+/// of phase 6), then the apply.
 const NAMES: [&str; 8] = [
-    "01_canonicalize",
-    "02_url_winners",
-    "03_content_winners",
-    "04_near_dups",
-    "05_domains",
-    "06_removals",
-    "06_from_plan",
+    PHASES[0].0,
+    PHASES[1].0,
+    PHASES[2].0,
+    PHASES[3].0,
+    PHASES[4].0,
+    PHASES[5].0,
+    EXTERNAL[1].0,
     "apply",
 ];
 
@@ -127,7 +130,7 @@ mod tests {
     /// and the progress JSON names it.
     #[test]
     fn every_phase_of_every_kind_of_run_has_its_name() {
-        use super::super::scripts::{EXTERNAL, PHASES, PREPARE_ONLY};
+        use super::super::scripts::PREPARE_ONLY;
         let passed: Vec<&str> = PHASES
             .iter()
             .chain(PREPARE_ONLY.iter())
