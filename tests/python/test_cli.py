@@ -253,7 +253,19 @@ def test_ctrl_c_interrupts_the_run_and_changes_nothing(tmp_path):
     env = dict(os.environ, PYTHONPATH=package(tmp_path))
     proc = subprocess.Popen([PYTHON, "-m", "sqlite_dedup", "run", db, "--distance", "800"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(1.0)
+    # (Signalled once the command has loaded the extension, not after a
+    # fixed second: on a loaded machine Python's start alone can take
+    # longer, and a SIGINT before the run is not what this test is about.)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/maps") as maps:
+                if "dedup0.so" in maps.read():  # (the package's name for it)
+                    break
+        except OSError:
+            break
+        time.sleep(0.02)
+    time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     if proc.returncode == 0:  # the run had finished first: then it is whole
