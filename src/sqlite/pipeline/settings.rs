@@ -284,102 +284,52 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             .map(|(_, v)| v.clone())
     };
     let mut s = Settings::default();
-    if let Some(v) = get("threshold") {
-        s.threshold = match v {
-            Value::Integer(i) if (0..=1).contains(&i) => i as f64,
-            Value::Real(r) if (0.0..=1.0).contains(&r) => r,
-            other => {
-                return fail(format!(
-                    "dedup: threshold must be in [0.0, 1.0], got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let unit = |v: &Value| match *v {
+        Value::Integer(i) if (0..=1).contains(&i) => Some(i as f64),
+        Value::Real(r) if (0.0..=1.0).contains(&r) => Some(r),
+        _ => None,
+    };
+    if let Some(v) = checked(pairs, "threshold", "must be in [0.0, 1.0]", unit)? {
+        s.threshold = v;
     }
-    if let Some(v) = get("distance") {
-        s.distance = match v {
-            Value::Integer(i) if i >= 1 => i,
-            other => {
-                return fail(format!(
-                    "dedup: distance must be an integer >= 1 (rows compared: distance - 1), got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be an integer >= 1 (rows compared: distance - 1)";
+    if let Some(v) = checked(pairs, "distance", rule, integer_from(1))? {
+        s.distance = v;
     }
-    if let Some(v) = get("discard_params") {
-        s.discard_params = match v {
-            Value::Integer(0) => false,
-            Value::Integer(1) => true,
-            other => {
-                return fail(format!(
-                    "dedup: discard_params must be 0 or 1, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 0 or 1";
+    if let Some(v) = checked(pairs, "discard_params", rule, |v| flag(v, false))? {
+        s.discard_params = v;
     }
-    if let Some(v) = get("full") {
-        s.full = match v {
-            Value::Null | Value::Integer(0) => false,
-            Value::Integer(1) => true,
-            other => {
-                return fail(format!(
-                    "dedup: full must be true or false (1 or 0), got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be true or false (1 or 0)";
+    if let Some(v) = checked(pairs, "full", rule, |v| flag(v, true))? {
+        s.full = v;
     }
-    if let Some(v) = get("job") {
-        s.job = match v {
-            Value::Null => String::new(),
-            Value::Text(t) if t.chars().count() <= 200 => t,
-            other => {
-                return fail(format!(
-                    "dedup: job must be a label of at most 200 characters, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be a label of at most 200 characters";
+    if let Some(v) = checked(pairs, "job", rule, |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) if t.chars().count() <= 200 => Some(t.clone()),
+        _ => None,
+    })? {
+        s.job = v;
     }
-    if let Some(v) = get("n_min") {
-        s.n_min = match v {
-            Value::Integer(i) if i >= 0 => i,
-            other => {
-                return fail(format!(
-                    "dedup: n_min must be a non-negative integer, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be a non-negative integer";
+    if let Some(v) = checked(pairs, "n_min", rule, integer_from(0))? {
+        s.n_min = v;
     }
-    if let Some(v) = get("url_options") {
-        s.url_options = match v {
-            Value::Null => String::new(),
-            Value::Text(t) => t,
-            other => {
-                return fail(format!(
-                    "dedup: url_options must be text, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    if let Some(v) = checked(pairs, "url_options", "must be text", |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) => Some(t.clone()),
+        _ => None,
+    })? {
+        s.url_options = v;
     }
     let spec = s.canonical_options();
     if let Err(e) = UrlOptions::parse(&spec) {
         return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
     }
-    if let Some(v) = get("near_mode") {
-        s.near_mode = match v {
-            Value::Text(t) if t == "window" || t == "lsh" => t,
-            other => {
-                return fail(format!(
-                    "dedup: near_mode must be 'window' or 'lsh', got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 'window' or 'lsh'";
+    if let Some(v) = checked(pairs, "near_mode", rule, one_of(&["window", "lsh"], None))? {
+        s.near_mode = v;
     }
     let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
     let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
@@ -398,74 +348,39 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             ))
         }
     }
-    if let Some(v) = get("table") {
-        s.table = match v {
-            Value::Text(t) if !t.is_empty() && !t.contains('\0') => t,
-            other => {
-                return fail(format!(
-                    "dedup: table must be the name of a table, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be the name of a table";
+    if let Some(v) = checked(pairs, "table", rule, |v| match v {
+        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
+        _ => None,
+    })? {
+        s.table = v;
     }
-    if let Some(v) = get("busy_timeout") {
-        s.busy_timeout = match v {
-            Value::Integer(i) if (0..=i32::MAX as i64).contains(&i) => i,
-            other => {
-                return fail(format!(
-                    "dedup: busy_timeout must be milliseconds (an integer >= 0), got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be milliseconds (an integer >= 0)";
+    if let Some(v) = checked(pairs, "busy_timeout", rule, |v| match *v {
+        Value::Integer(i) if (0..=i32::MAX as i64).contains(&i) => Some(i),
+        _ => None,
+    })? {
+        s.busy_timeout = v;
     }
-    if let Some(v) = get("boilerplate") {
-        s.boilerplate = match v {
-            Value::Text(t) if t == "keep" || t == "strip" => t,
-            other => {
-                return fail(format!(
-                    "dedup: boilerplate must be 'keep' or 'strip', got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 'keep' or 'strip'";
+    if let Some(v) = checked(pairs, "boilerplate", rule, one_of(&["keep", "strip"], None))? {
+        s.boilerplate = v;
     }
-    if let Some(v) = get("boilerplate_min_pages") {
-        s.boilerplate_min_pages = match v {
-            Value::Integer(i) if i >= 2 => i,
-            other => {
-                return fail(format!(
-                    "dedup: boilerplate_min_pages must be an integer >= 2, got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be an integer >= 2";
+    if let Some(v) = checked(pairs, "boilerplate_min_pages", rule, integer_from(2))? {
+        s.boilerplate_min_pages = v;
     }
-    if let Some(v) = get("url_rules") {
-        s.url_rules = match v {
-            Value::Null => 0.0,
-            Value::Integer(i) if (0..=1).contains(&i) => i as f64,
-            Value::Real(r) if (0.0..=1.0).contains(&r) => r,
-            other => {
-                return fail(format!(
-                    "dedup: url_rules must be 0 (off) or the probability a rule needs, in (0.0, 1.0], got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 0 (off) or the probability a rule needs, in (0.0, 1.0]";
+    if let Some(v) = checked(pairs, "url_rules", rule, |v| match v {
+        Value::Null => Some(0.0),
+        v => unit(v),
+    })? {
+        s.url_rules = v;
     }
-    if let Some(v) = get("compat") {
-        s.compat = match v {
-            Value::Null => "none".into(),
-            Value::Text(t) if t == "none" || t == "reference" => t,
-            other => {
-                return fail(format!(
-                    "dedup: compat must be 'reference' (the reference pipeline's behaviour exactly) or 'none', got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 'reference' (the reference pipeline's behaviour exactly) or 'none'";
+    let compat = one_of(&["none", "reference"], Some("none"));
+    if let Some(v) = checked(pairs, "compat", rule, compat)? {
+        s.compat = v;
     }
     if let Some(v) = get("columns") {
         s.columns = match &v {
@@ -489,17 +404,13 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         // (lsh is not the reference's; its chain election is the window's.)
         s.lsh_election = "chain".into();
     }
-    if let Some(v) = get("lsh_election") {
-        s.lsh_election = match v {
-            Value::Null => s.lsh_election,
-            Value::Text(t) if t == "chain" || t == "direct" => t,
-            other => {
-                return fail(format!(
-                    "dedup: lsh_election must be 'chain' (the window scan's election) or 'direct' (no drift), got {}",
-                    describe_value(&other)
-                ))
-            }
-        };
+    let rule = "must be 'chain' (the window scan's election) or 'direct' (no drift)";
+    let election = one_of(&["chain", "direct"], None);
+    if let Some(v) = checked(pairs, "lsh_election", rule, |v| match v {
+        Value::Null => Some(s.lsh_election.clone()),
+        v => election(v),
+    })? {
+        s.lsh_election = v;
     }
     if let Some(v) = get("prefer") {
         s.prefer = parse_prefer(&v)?;
@@ -508,6 +419,56 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         }
     }
     Ok(s)
+}
+
+/// The last value `pairs` give `key` as `check` reads it (`None` when not
+/// given), or the error naming the setting, its `rule` and the value.
+fn checked<T>(
+    pairs: &[(String, Value)],
+    key: &str,
+    rule: &str,
+    check: impl FnOnce(&Value) -> Option<T>,
+) -> std::result::Result<Option<T>, DedupError> {
+    let Some((_, value)) = pairs.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(None);
+    };
+    match check(value) {
+        Some(v) => Ok(Some(v)),
+        None => fail(format!(
+            "dedup: {key} {rule}, got {}",
+            describe_value(value)
+        )),
+    }
+}
+
+/// An integer of at least `min`.
+fn integer_from(min: i64) -> impl Fn(&Value) -> Option<i64> {
+    move |v| match *v {
+        Value::Integer(i) if i >= min => Some(i),
+        _ => None,
+    }
+}
+
+/// One of `options` (a text), or `null_as` for NULL when given.
+fn one_of(
+    options: &'static [&'static str],
+    null_as: Option<&'static str>,
+) -> impl Fn(&Value) -> Option<String> {
+    move |v| match v {
+        Value::Text(t) if options.contains(&t.as_str()) => Some(t.clone()),
+        Value::Null => null_as.map(String::from),
+        _ => None,
+    }
+}
+
+/// 0 or 1 (and NULL as 0 when `null_is_off`).
+fn flag(v: &Value, null_is_off: bool) -> Option<bool> {
+    match *v {
+        Value::Integer(0) => Some(false),
+        Value::Integer(1) => Some(true),
+        Value::Null if null_is_off => Some(false),
+        _ => None,
+    }
 }
 
 /// `columns`: a JSON object of pipeline names (of
@@ -641,6 +602,65 @@ mod tests {
         .unwrap();
         assert_eq!(s.threshold, 1.0);
         assert_eq!(s.canonical_options(), "keep_params,strip_www");
+    }
+
+    #[test]
+    fn each_setting_refuses_a_bad_value_with_its_rule() {
+        let text = |t: &str| Value::Text(t.into());
+        let cases = [
+            ("threshold", Value::Integer(2), "must be in [0.0, 1.0], got 2"),
+            ("threshold", text("0.8"), "must be in [0.0, 1.0], got '0.8'"),
+            ("distance", Value::Integer(0), "must be an integer >= 1 (rows compared: distance - 1), got 0"),
+            ("discard_params", Value::Null, "must be 0 or 1, got NULL"),
+            ("discard_params", Value::Integer(2), "must be 0 or 1, got 2"),
+            ("full", text("yes"), "must be true or false (1 or 0), got 'yes'"),
+            ("job", text(&"j".repeat(201)), "must be a label of at most 200 characters, got '"),
+            ("n_min", Value::Integer(-1), "must be a non-negative integer, got -1"),
+            ("url_options", Value::Integer(1), "must be text, got 1"),
+            ("near_mode", text("minhash"), "must be 'window' or 'lsh', got 'minhash'"),
+            ("near_mode", Value::Null, "must be 'window' or 'lsh', got NULL"),
+            ("table", Value::Null, "must be the name of a table, got NULL"),
+            ("busy_timeout", Value::Integer(-5), "must be milliseconds (an integer >= 0), got -5"),
+            ("busy_timeout", Value::Integer(1 << 40), "must be milliseconds (an integer >= 0), got 1099511627776"),
+            ("boilerplate", text("drop"), "must be 'keep' or 'strip', got 'drop'"),
+            ("boilerplate_min_pages", Value::Integer(1), "must be an integer >= 2, got 1"),
+            ("url_rules", Value::Real(1.5), "must be 0 (off) or the probability a rule needs, in (0.0, 1.0], got 1.5"),
+            ("compat", text("ref"), "must be 'reference' (the reference pipeline's behaviour exactly) or 'none', got 'ref'"),
+            ("lsh_election", Value::Integer(1), "must be 'chain' (the window scan's election) or 'direct' (no drift), got 1"),
+            ("columns", Value::Integer(1), "must be a JSON object, got 1"),
+        ];
+        for (key, value, rule) in cases {
+            let message = err(&[(key, value.clone())]);
+            assert!(
+                message.starts_with(&format!("dedup: {key} {rule}")),
+                "{key} = {value:?}: {message}"
+            );
+        }
+        // NULL means the default where a setting allows it; the last of two
+        // values of a key is the one checked and kept.
+        let s = parse(&pairs(&[
+            ("full", Value::Null),
+            ("job", Value::Null),
+            ("url_options", Value::Null),
+            ("url_rules", Value::Null),
+            ("compat", Value::Null),
+            ("lsh_election", Value::Null),
+            ("distance", Value::Integer(0)),
+            ("distance", Value::Integer(7)),
+        ]))
+        .unwrap();
+        assert_eq!(s.distance, 7);
+        assert_eq!((s.full, s.url_rules), (false, 0.0));
+        assert_eq!(
+            (s.compat.as_str(), s.lsh_election.as_str()),
+            ("none", "direct")
+        );
+        let s = parse(&pairs(&[
+            ("compat", text("reference")),
+            ("lsh_election", Value::Null),
+        ]))
+        .unwrap();
+        assert_eq!(s.lsh_election, "chain");
     }
 
     #[test]
