@@ -280,6 +280,18 @@ fn error_messages_name_function_problem_and_value() {
         err(&db, "SELECT dedup_run('[1]')"),
         "dedup_run: settings must be a JSON object, got '[1]'"
     );
+    // JSON's true is 1 in SQL: a number setting must not take it.
+    assert_eq!(
+        err(&db, r#"SELECT dedup_run('{"distance": true}')"#),
+        r#"dedup_run: distance is not a true-or-false setting (only discard_params and full are), got true in '{"distance": true}'"#
+    );
+    assert_eq!(
+        err(
+            &db,
+            r#"SELECT dedup_run('{"full": false, "threshold": false}')"#
+        ),
+        r#"dedup_run: threshold is not a true-or-false setting (only discard_params and full are), got false in '{"full": false, "threshold": false}'"#
+    );
     assert_eq!(
         err(
             &db,

@@ -33,6 +33,9 @@ pub const KEYS: [&str; 19] = [
     "job",
 ];
 
+/// The settings that JSON's `true` and `false` may give (as 1 and 0).
+const YES_OR_NO: [&str; 2] = ["discard_params", "full"];
+
 /// Checked settings of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -239,13 +242,32 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
                 excerpt(json)
             ));
         }
-        let mut stmt = db.prepare("SELECT key, value FROM json_each(?1)")?;
+        let mut stmt =
+            db.prepare("SELECT key, value, type IN ('true', 'false') FROM json_each(?1)")?;
         let rows = stmt.query_map([json], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Value>(1)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Value>(1)?,
+                r.get::<_, bool>(2)?,
+            ))
         })?;
         let mut given: Vec<(String, Value)> = Vec::new();
         for row in rows {
-            let (key, value) = row?;
+            let (key, value, yes_or_no) = row?;
+            // (JSON's true and false reach SQL as 1 and 0, which a number
+            // setting would take: `"distance": true` would compare nothing.)
+            if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
+                return fail(format!(
+                    "dedup_run: {key} is not a true-or-false setting (only {} are), got {} in {}",
+                    YES_OR_NO.join(" and "),
+                    if value == Value::Integer(1) {
+                        "true"
+                    } else {
+                        "false"
+                    },
+                    excerpt(json)
+                ));
+            }
             // (JSON allows a name twice; which one would win is no reader's
             // guess, so neither does.)
             if given.iter().any(|(k, _)| *k == key) {
