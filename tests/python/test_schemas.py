@@ -247,6 +247,40 @@ def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup,
             in (["pages"], ["docs"])
 
 
+@pytest.fixture(scope="module")
+def after_a_run(tmp_path_factory):
+    path = crawl.make(str(tmp_path_factory.mktemp("after") / "crawl.db"))
+    P.connect(path).execute("SELECT dedup_run()").fetchone()
+    return path
+
+
+@pytest.mark.parametrize("table,said", [
+    ("dedup_removed", "table 'dedup_removed' is one of this extension's own"),
+    ("Dedup_Runs", "table 'Dedup_Runs' is one of this extension's own"),
+    ("dedup_index", "table 'dedup_index' is one of this extension's own"),
+    ("dedup_why", "table 'dedup_why' is one of this extension's own"),
+    ("sqlite_schema", "table 'sqlite_schema' is one of SQLite's own"),
+    ("sqlite_stat1", "table 'sqlite_stat1' is one of SQLite's own"),
+])
+def test_the_extensions_and_sqlites_own_tables_are_no_table_of_pages(tmp_path, after_a_run, table, said):
+    """A `table` setting naming the archive, another table a run keeps, or
+    one of SQLite's is refused as such (the archive was refused for having a
+    dedup_rowid column, sqlite_schema as not found), and nothing changes."""
+    db = str(tmp_path / "c.db")
+    src = sqlite3.connect(after_a_run)
+    dst = sqlite3.connect(db)
+    src.backup(dst)
+    dst.execute("ANALYZE")
+    dst.commit()
+    for conn in (src, dst):
+        conn.close()
+    before = fingerprint(db)
+    for function in ("dedup_run", "dedup_plan"):
+        out = shell(db, f"SELECT {function}('{{\"table\": \"{table}\"}}');")
+        assert out.returncode == 1 and "dedup: " + said in out.stderr, out
+    assert fingerprint(db) == before
+
+
 def test_settings_made_before_the_first_run_on_a_fresh_database(tmp_path):
     db = crawl.make(str(tmp_path / "f.db"))
     out = shell(db, "CREATE TABLE IF NOT EXISTS dedup_settings (key TEXT PRIMARY KEY, value);",

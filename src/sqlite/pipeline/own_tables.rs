@@ -201,6 +201,22 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
     }
 }
 
+/// Refuses `table` as the table of pages when it is one of this
+/// extension's own: a run would archive its records into themselves.
+pub fn refuse_as_pages(table: &str) -> Result<(), DedupError> {
+    let own = OWN
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(["dedup_settings", "dedup_why"])
+        .any(|name| name.eq_ignore_ascii_case(table));
+    if own {
+        return fail(format!(
+            "dedup: table '{table}' is one of this extension's own (it keeps the runs' settings, records or index), got no table of pages (set the table setting to the table that holds them)"
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses the run (or restore) when a table of the extension's is not its
 /// own shape, when a trigger is on one or writes to one, or when a foreign
 /// key points at one: each would change what is written, or lose rows.

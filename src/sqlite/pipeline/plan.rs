@@ -79,6 +79,7 @@ pub struct Planned {
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let mut lapped = std::time::Instant::now();
     drop_temp(db)?;
+    super::own_tables::refuse_as_pages(&s.table)?;
     let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
     super::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;

@@ -137,6 +137,12 @@ impl Source {
         table: &str,
         renamed: &[(String, String)],
     ) -> std::result::Result<Source, DedupError> {
+        if table.len() >= 7 && table[..7].eq_ignore_ascii_case("sqlite_") {
+            return fail(format!(
+                "dedup: table {} is one of SQLite's own (names beginning sqlite_ are), got no table of pages (set the table setting to the table that holds them)",
+                excerpt(table)
+            ));
+        }
         let stored: Option<(String, String)> = db
             .query_row(
                 "SELECT name, type FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
