@@ -54,7 +54,7 @@ fn nanos_since_epoch() -> u64 {
     epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64
 }
 
-/// A phase starts: `step` of `steps`. (Every phase's name is in [`NAMES`],
+/// A phase starts: `step` of `steps`. (Every phase's name is in `NAMES`,
 /// as a test checks; another would be shown as the apply.)
 pub fn phase(name: &str, step: usize, steps: usize) {
     let at = NAMES
