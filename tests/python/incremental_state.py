@@ -1,0 +1,122 @@
+"""What the incremental-run tests share: the table and index as seen, the
+random batches of changes, and texts of their own."""
+import json
+import random
+import struct
+
+WORDS = "harbour festival tram line library reopening newsroom letters editor corrections".split()
+
+
+def table_state(conn):
+    """The table and the archive of the last run, exactly."""
+    pages = conn.execute("SELECT rowid, * FROM pages ORDER BY rowid").fetchall()
+    run = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    archived = conn.execute(
+        "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio, url FROM dedup_removed "
+        "WHERE dedup_run = ? ORDER BY dedup_rowid", (run,)).fetchall()
+    return pages, archived
+
+
+def report(conn, settings):
+    conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+    return json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+
+
+def unpack(blob):
+    """The (band, key) pairs of a packed blob: 12 little-endian bytes each,
+    the band in 4 (unsigned), the key in 8 (signed)."""
+    return {struct.unpack("<Iq", blob[i:i + 12]) for i in range(0, len(blob or b""), 12)}
+
+
+def index_band_keys(conn, settings):
+    """The entries of dedup_index_bands that count (their row in dedup_index
+    holds their key), and the band keys of every page with a text computed
+    from the table with the public functions (none in window mode). Every
+    other entry must be one of a row listed in dedup_index_bands_left."""
+    held = {rid: unpack(blob) for rid, blob in conn.execute("SELECT rid, bands FROM dedup_index")}
+    entries = conn.execute("SELECT band, key, rid FROM dedup_index_bands").fetchall()
+    got = sorted(e for e in entries if (e[0], e[1]) in held.get(e[2], ()))
+    listed = {(band, key, rid) for rid, blob in conn.execute("SELECT rid, bands FROM dedup_index_bands_left")
+              for band, key in unpack(blob)}
+    stale = set(entries) - set(got)
+    assert stale <= listed, sorted(stale - listed)[:5]
+    if settings.get("near_mode") != "lsh":
+        return got, []
+    want = sorted(conn.execute(
+        "SELECT DISTINCT b.band, b.key, p.rowid FROM pages AS p, "
+        "lsh_bands(minhash(p.parsed, 128, 'char', 5), 32, 4) AS b WHERE p.parsed <> ''"))
+    return got, want
+
+
+def index_keys(conn):
+    """The entries of dedup_index_keys, each (key, rid), as a set."""
+    return set(conn.execute("SELECT key, rid FROM dedup_index_keys"))
+
+
+def written_keys(conn):
+    """Every row's keys in dedup_index: its url_key and hash_key, with its rowid."""
+    return {(k, rid) for rid, u, h in conn.execute("SELECT rid, url_key, hash_key FROM dedup_index")
+            for k in (u, h) if k is not None}
+
+
+def counted_keys(conn):
+    """The entries of dedup_index_keys and dedup_index_keys_new that count
+    (their row in dedup_index holds their key), after checking that no entry
+    is in both tables."""
+    written, added = index_keys(conn), set(conn.execute("SELECT key, rid FROM dedup_index_keys_new"))
+    assert not written & added, sorted(written & added)[:5]
+    held = written_keys(conn)
+    return (written | added) & held, held
+
+
+def state_number(conn, key):
+    return int(conn.execute("SELECT value FROM dedup_index_state WHERE key = ?", (key,)).fetchone()[0])
+
+
+def columns(conn):
+    return [r[1] for r in conn.execute("PRAGMA table_info(pages)")]
+
+
+def batch(conn, rng, pool, step):
+    """One batch of what crawlers and users do to a deduplicated table."""
+    cols = columns(conn)
+    kept = [r[0] for r in conn.execute("SELECT rowid FROM pages")]
+    insert = f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    row_of = lambda rowid: list(conn.execute(f"SELECT {', '.join(cols)} FROM pages WHERE rowid = ?", (rowid,)).fetchone())
+    at = {c: i for i, c in enumerate(cols)}
+    for _ in range(rng.randint(3, 12)):  # new pages
+        if pool:
+            conn.execute(insert, pool.pop())
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(1, 6))):  # copies under other URLs
+        row = row_of(rowid)
+        url = row[at["url"]] or ""
+        row[at["url"]] = f"https://mirror{rng.randint(1, 3)}.example.net/{step}/{rng.randint(0, 99)}/" + url.split("/")[-1]
+        if rng.random() < 0.5 and row[at["parsed"]]:
+            row[at["parsed"]] = row[at["parsed"]] + " " + rng.choice(WORDS)  # a near copy
+            row[at["content_hash"]] = None
+        row[at["crawled"]] = f"2031-0{1 + step % 9}-01"
+        conn.execute(insert, row)
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 4))):  # refetches of kept URLs
+        row = row_of(rowid)
+        row[at["crawled"]] = f"2032-0{1 + step % 9}-02"
+        row[at["datetime"]] = f"2032-0{1 + step % 9}-02"
+        if rng.random() < 0.5 and row[at["parsed"]]:
+            row[at["parsed"]] = rng.choice(WORDS) + " " + row[at["parsed"]]
+            row[at["content_hash"]] = None
+        conn.execute(insert, row)
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):  # edits of kept rows
+        conn.execute("UPDATE pages SET parsed = parsed || ' ' || ?, content_hash = NULL WHERE rowid = ?",
+                     (rng.choice(WORDS), rowid))
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):  # deletions by the user
+        conn.execute("DELETE FROM pages WHERE rowid = ?", (rowid,))
+    # Rowid reuse: a new row under the highest freed rowid.
+    free = conn.execute("SELECT max(dedup_rowid) FROM dedup_removed "
+                        "WHERE dedup_rowid NOT IN (SELECT rowid FROM pages)").fetchone()[0]
+    if free is not None and pool and rng.random() < 0.7:
+        conn.execute(f"INSERT INTO pages (rowid, {', '.join(cols)}) VALUES (?, {', '.join('?' * len(cols))})",
+                     (free, *pool.pop()))
+
+
+def own_text(i, n=60):
+    rng = random.Random(i)
+    return " ".join("".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 8))) for _ in range(n))
