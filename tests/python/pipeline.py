@@ -43,6 +43,16 @@ def copy_corpus(tmp_path, name="parity-5k.db"):
     return dst
 
 
+def crawl_db(tmp_path, rows, name="crawl.db"):
+    """A database of `pages (url, title, content, crawled)` holding `rows`
+    (each row's first four values), connected with the extension loaded."""
+    path = os.path.join(str(tmp_path), name)
+    conn = connect(path)
+    conn.execute("CREATE TABLE pages (url TEXT, title TEXT, content TEXT, crawled TEXT)")
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)", [r[:4] for r in rows])
+    return conn
+
+
 def read_tsv(name):
     require_corpus()
     with open(os.path.join(CORPUS, "expected", name), newline="") as f:
