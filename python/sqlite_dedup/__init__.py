@@ -95,7 +95,9 @@ def explain(conn, page):
     (following survivors later removed) and, for a near duplicate, its ratio
     to the final survivor of its run (final_ratio; when that is at or below
     the threshold, final_note says so and the ratio is measured now), as a
-    dict; None when no run removed it."""
+    dict; None when no run removed it (or no run was ever applied)."""
+    if not _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_why' AND type = 'view'"):
+        return None
     column = "rowid" if isinstance(page, int) else "url"
     keys = ["rowid", "url", "run", "phase", "reason", "ratio", "survivor", "final_survivor", "chain", "final_url"]
     has_ratio = _one(conn, "SELECT count(*) FROM pragma_table_info('dedup_why') WHERE name = 'final_ratio'")

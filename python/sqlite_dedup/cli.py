@@ -232,7 +232,9 @@ def main(argv=None):
                     if note:
                         print(f"  {note}")
                     return 0
-                print(f"sqlite-dedup: no page {args.page!r}: not in pages, and no run removed it", file=sys.stderr)
+                ran = sqlite_dedup.stats(conn)
+                print(f"sqlite-dedup: no page {args.page!r}: not in pages, and "
+                      + ("no run removed it" if ran else "no run is recorded in this database"), file=sys.stderr)
                 return 1
             print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "
                   f"{why['reason']}" + (f" (ratio {why['ratio']:.4f})" if why["ratio"] is not None else ""))

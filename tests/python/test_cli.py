@@ -157,6 +157,30 @@ def test_explain_tells_kept_from_never_existed(tmp_path):
     assert out.returncode == 1 and "not in pages, and no run removed it" in out.stderr
 
 
+def test_explain_before_any_run_says_so(tmp_path):
+    """Before the first run there is no dedup_why view: explain says a page
+    is kept, or that no run is recorded (it said "no such table:
+    dedup_why"); Python's explain() gives None, as for a page no run
+    removed. The database is unchanged."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    out = cli(tmp_path, "explain", db, "5")
+    assert out.returncode == 0 and out.stdout.startswith("rowid 5: kept (it is in pages"), (out.stdout, out.stderr)
+    for page in ("99999", "https://nowhere.example/"):
+        out = cli(tmp_path, "explain", db, page)
+        assert out.returncode == 1, (out.stdout, out.stderr)
+        assert out.stderr.strip() == \
+            f"sqlite-dedup: no page {page!r}: not in pages, and no run is recorded in this database"
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    import sqlite_dedup
+    conn = P.connect(db)
+    assert sqlite_dedup.explain(conn, 5) is None and sqlite_dedup.explain(conn, "x") is None
+    conn.close()
+    assert P.fingerprint(db) == before
+
+
 def test_explain_names_the_parameter_a_kept_page_was_kept_apart_by(tmp_path):
     """On the demo, two jlevy.github.io pages differ only in a repeated
     `lang` parameter and in their texts: explain says why both stayed."""
