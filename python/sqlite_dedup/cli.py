@@ -102,6 +102,32 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
     return result["value"]
 
 
+def pages_table(conn):
+    """The table of pages and its URL column, as the last run named them
+    (else as `dedup_settings` does; else `pages` and `url`)."""
+    runs = sqlite_dedup.stats(conn)
+    settings = (runs[-1].get("settings") or {}) if runs else {}
+    if not runs:
+        try:
+            settings = dict(conn.execute("SELECT key, value FROM dedup_settings").fetchall())
+        except sqlite3.Error:  # no such table: the defaults
+            pass
+    columns = settings.get("columns") or {}
+    if isinstance(columns, str):
+        try:
+            columns = json.loads(columns)
+        except ValueError:
+            columns = {}
+    table = settings.get("table") if isinstance(settings.get("table"), str) else "pages"
+    url = columns.get("url", "url") if isinstance(columns, dict) else "url"
+    return table, url
+
+
+def quoted(name):
+    """`name` as an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def print_plan(planned):
     """A plan as the command prints it: the report, then per phase the
     domains that lose most rows and a few examples."""
@@ -219,21 +245,22 @@ def main(argv=None):
             page = int(args.page) if args.page.isdigit() else args.page
             why = sqlite_dedup.explain(conn, page)
             if why is None:
-                column = "rowid" if isinstance(page, int) else "url"
+                table, url = pages_table(conn)
+                column = "rowid" if isinstance(page, int) else url
                 try:
-                    kept = conn.execute(f"SELECT 1 FROM pages WHERE {column} = ?", (page,)).fetchone()
-                except Exception:  # no pages table: the message below says enough
+                    kept = conn.execute(f"SELECT rowid FROM {quoted(table)} WHERE {quoted(column)} = ?",
+                                        (page,)).fetchone()
+                except sqlite3.Error:  # no such table or column: the message below says enough
                     kept = None
                 if kept:
-                    print(f"{column} {args.page}: kept (it is in pages; no run removed it)")
-                    rowid = page if isinstance(page, int) else conn.execute(
-                        "SELECT rowid FROM pages WHERE url = ?", (page,)).fetchone()[0]
-                    note = sqlite_dedup.kept_apart(conn, rowid)
+                    print(f"{'rowid' if isinstance(page, int) else 'url'} {args.page}: "
+                          f"kept (it is in {table}; no run removed it)")
+                    note = sqlite_dedup.kept_apart(conn, kept[0])
                     if note:
                         print(f"  {note}")
                     return 0
                 ran = sqlite_dedup.stats(conn)
-                print(f"sqlite-dedup: no page {args.page!r}: not in pages, and "
+                print(f"sqlite-dedup: no page {args.page!r}: not in {table}, and "
                       + ("no run removed it" if ran else "no run is recorded in this database"), file=sys.stderr)
                 return 1
             print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "

@@ -181,6 +181,36 @@ def test_explain_before_any_run_says_so(tmp_path):
     assert P.fingerprint(db) == before
 
 
+def test_explain_looks_for_a_kept_page_in_the_table_the_runs_use(tmp_path):
+    """With the table and its URL column renamed (`table`, `columns` in
+    dedup_settings), explain finds a kept page by rowid or URL in that table,
+    before the first run and after it (it looked in `pages` only)."""
+    db = str(tmp_path / "docs.db")
+    conn = sqlite3.connect(db)
+    conn.executescript("""
+        CREATE TABLE docs (link TEXT, body TEXT);
+        INSERT INTO docs VALUES ('https://a.example/one', 'the first text of its own'),
+                                ('https://a.example/one?utm_source=x', 'the first text of its own'),
+                                ('https://b.example/two', 'a second text, unlike the first');
+        CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value);
+        INSERT INTO dedup_settings VALUES ('table', 'docs'), ('columns', '{"url": "link", "content": "body"}');
+    """)
+    conn.commit()
+    conn.close()
+    for when in ("before", "after"):
+        out = cli(tmp_path, "explain", db, "3")
+        assert out.returncode == 0 and out.stdout.startswith("rowid 3: kept (it is in docs;"), (when, out)
+        out = cli(tmp_path, "explain", db, "https://b.example/two")
+        assert out.returncode == 0 and out.stdout.startswith("url https://b.example/two: kept (it is in docs;"), \
+            (when, out)
+        out = cli(tmp_path, "explain", db, "99")
+        assert out.returncode == 1 and "not in docs, and" in out.stderr, (when, out)
+        if when == "before":
+            assert cli(tmp_path, "run", db).returncode == 0
+    out = cli(tmp_path, "explain", db, "2")
+    assert out.returncode == 0 and out.stdout.startswith("rowid 2 (https://a.example/one?utm_source=x): removed by run 1"), out
+
+
 def test_explain_names_the_parameter_a_kept_page_was_kept_apart_by(tmp_path):
     """On the demo, two jlevy.github.io pages differ only in a repeated
     `lang` parameter and in their texts: explain says why both stayed."""
