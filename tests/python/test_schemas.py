@@ -261,6 +261,8 @@ def after_a_run(tmp_path_factory):
     ("dedup_why", "table 'dedup_why' is one of this extension's own"),
     ("sqlite_schema", "table 'sqlite_schema' is one of SQLite's own"),
     ("sqlite_stat1", "table 'sqlite_stat1' is one of SQLite's own"),
+    # (a name whose seventh byte is inside a character: not one of SQLite's)
+    ("sqlit\u20acx", "table 'sqlit\u20acx' not found, got none in this database"),
 ])
 def test_the_extensions_and_sqlites_own_tables_are_no_table_of_pages(tmp_path, after_a_run, table, said):
     """A `table` setting naming the archive, another table a run keeps, or

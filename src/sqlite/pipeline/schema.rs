@@ -137,7 +137,11 @@ impl Source {
         table: &str,
         renamed: &[(String, String)],
     ) -> std::result::Result<Source, DedupError> {
-        if table.len() >= 7 && table[..7].eq_ignore_ascii_case("sqlite_") {
+        if table
+            .as_bytes()
+            .get(..7)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"sqlite_"))
+        {
             return fail(format!(
                 "dedup: table {} is one of SQLite's own (names beginning sqlite_ are), got no table of pages (set the table setting to the table that holds them)",
                 excerpt(table)
