@@ -42,6 +42,11 @@ def load(conn):
             pass
 
 
+def _quoted(name):
+    """`name` as an SQL identifier (double quotes, inner ones doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _one(conn, sql, params=()):
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
@@ -129,7 +134,7 @@ def _ratio_now(conn, why):
         html = ("CASE WHEN ltrim(substr(d.content, 1, 64)) LIKE '<%' AND (instr(d.content, '</') > 0 "
                 "OR ltrim(substr(d.content, 1, 64)) LIKE '<!doctype%') THEN html_text(d.content) ELSE d.content END"
                 if compat != "reference" else "d.content")
-        quoted = '"' + table.replace('"', '""') + '"'
+        quoted = _quoted(table)
         return conn.execute(
             f"SELECT lev_ratio(coalesce(d.parsed, normalize_text(coalesce(d.title, '') || char(10, 10) || {html})), "
             f"p.parsed) FROM dedup_removed AS d, {quoted} AS p "

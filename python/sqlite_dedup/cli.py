@@ -102,10 +102,10 @@ def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):
     return result["value"]
 
 
-def pages_table(conn):
-    """The table of pages and its URL column, as the last run named them
-    (else as `dedup_settings` does; else `pages` and `url`)."""
-    runs = sqlite_dedup.stats(conn)
+def pages_table(conn, runs):
+    """The table of pages and its URL column, as the last of `runs`
+    (`sqlite_dedup.stats`) named them (else as `dedup_settings` does; else
+    `pages` and `url`)."""
     settings = (runs[-1].get("settings") or {}) if runs else {}
     if not runs:
         try:
@@ -121,11 +121,6 @@ def pages_table(conn):
     table = settings.get("table") if isinstance(settings.get("table"), str) else "pages"
     url = columns.get("url", "url") if isinstance(columns, dict) else "url"
     return table, url
-
-
-def quoted(name):
-    """`name` as an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def print_plan(planned):
@@ -245,10 +240,11 @@ def main(argv=None):
             page = int(args.page) if args.page.isdigit() else args.page
             why = sqlite_dedup.explain(conn, page)
             if why is None:
-                table, url = pages_table(conn)
+                runs = sqlite_dedup.stats(conn)
+                table, url = pages_table(conn, runs)
                 column = "rowid" if isinstance(page, int) else url
                 try:
-                    kept = conn.execute(f"SELECT rowid FROM {quoted(table)} WHERE {quoted(column)} = ?",
+                    kept = conn.execute(f"SELECT rowid FROM {sqlite_dedup._quoted(table)} WHERE {sqlite_dedup._quoted(column)} = ?",
                                         (page,)).fetchone()
                 except sqlite3.Error:  # no such table or column: the message below says enough
                     kept = None
@@ -259,9 +255,8 @@ def main(argv=None):
                     if note:
                         print(f"  {note}")
                     return 0
-                ran = sqlite_dedup.stats(conn)
                 print(f"sqlite-dedup: no page {args.page!r}: not in {table}, and "
-                      + ("no run removed it" if ran else "no run is recorded in this database"), file=sys.stderr)
+                      + ("no run removed it" if runs else "no run is recorded in this database"), file=sys.stderr)
                 return 1
             print(f"rowid {why['rowid']} ({why['url']}): removed by run {why['run']}, phase {why['phase']}: "
                   f"{why['reason']}" + (f" (ratio {why['ratio']:.4f})" if why["ratio"] is not None else ""))

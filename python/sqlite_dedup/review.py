@@ -9,6 +9,8 @@ import difflib
 import html
 import json
 
+from sqlite_dedup import _quoted
+
 # Removed pages shown (the latest first); the counts and charts cover all.
 SHOWN = 2000
 # Words of each text compared for the highlighted differences.
@@ -70,7 +72,7 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
     runs = conn.execute("SELECT run, finished, rows_before, rows_after, settings, report FROM dedup_runs "
                         "ORDER BY run").fetchall()
     table = _table(conn, runs[-1][4])
-    quoted = '"' + table.replace('"', '""') + '"'
+    quoted = _quoted(table)
     run_rows = []
     for run, finished, before, after, _, report in runs:
         removed = ""

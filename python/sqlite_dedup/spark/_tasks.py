@@ -74,7 +74,7 @@ def shard_extent(index, path, table):
     try:
         conn = connect(path, readonly=True)
         try:
-            quoted = '"' + table.replace('"', '""') + '"'
+            quoted = sqlite_dedup._quoted(table)
             return tuple(conn.execute(f"SELECT count(*), min(rowid), max(rowid) FROM main.{quoted}").fetchone())
         finally:
             conn.close()
