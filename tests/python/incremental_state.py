@@ -2,9 +2,20 @@
 random batches of changes, and texts of their own."""
 import json
 import random
+import shutil
 import struct
 
+import pipeline as P
+
 WORDS = "harbour festival tram line library reopening newsroom letters editor corrections".split()
+
+
+def demo_copy(tmp_path):
+    """A copy of the demo database and a connection to it, the extension
+    loaded."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    return db, P.connect(db)
 
 
 def table_state(conn):

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 import pipeline as P
-from incremental_state import table_state, report
+from incremental_state import demo_copy, table_state, report
 
 
 def run_both(tmp_path, db, settings=None):
@@ -31,9 +31,7 @@ def run_both(tmp_path, db, settings=None):
 
 
 def test_the_change_log_names_what_users_write_and_not_what_runs_write(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     # The run's own deletes and rewrites are not logged (only rows the next
     # run must look at again: the unsettled ones).
@@ -61,9 +59,7 @@ def test_the_change_log_names_what_users_write_and_not_what_runs_write(tmp_path)
     ("added column", "the schema of \"pages\" changed"),
 ])
 def test_changes_the_log_cannot_see_make_the_run_read_every_row(tmp_path, how, why):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     # One URL per row first, so that a unique index on url can be made.
     conn.execute("DELETE FROM pages WHERE rowid NOT IN (SELECT min(rowid) FROM pages GROUP BY url)")
     conn.execute("CREATE UNIQUE INDEX by_url ON pages (url)")
@@ -95,9 +91,7 @@ def test_a_table_without_an_index_is_trusted_only_while_no_vacuum_came_between(t
     cookie is the last run's (no constraint can delete a row unlogged); a
     VACUUM, which renumbers the rowids of a table without INTEGER PRIMARY
     KEY, changes the cookie and the run reads them again."""
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     assert conn.execute("SELECT count(*) FROM pragma_index_list('pages')").fetchone()[0] == 0
     report(conn, {})
     first, second = conn.execute("SELECT rowid FROM pages ORDER BY rowid LIMIT 2").fetchall()
@@ -127,9 +121,7 @@ def test_a_table_without_an_index_is_trusted_only_while_no_vacuum_came_between(t
 
 
 def test_restore_takes_the_change_log_away(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     report(conn, {})
     conn.execute("SELECT dedup_restore()").fetchone()
@@ -140,9 +132,7 @@ def test_restore_takes_the_change_log_away(tmp_path):
 
 
 def test_a_trigger_of_the_users_writing_to_the_log_is_refused(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     conn.execute("CREATE TRIGGER mine AFTER INSERT ON pages BEGIN INSERT OR IGNORE INTO dedup_changes VALUES (new.rowid + 1); END")
     with pytest.raises(sqlite3.OperationalError, match=r'trigger "mine" \(on "pages"\) is on or writes to'):

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 import pipeline as P
-from incremental_state import table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text
+from incremental_state import demo_copy, table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -151,9 +151,7 @@ def test_rows_that_come_closer_when_a_kept_row_leaves_are_compared(tmp_path, how
 
 
 def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     # Row 470's URL has two `lang` parameters: its strict URL (by which
     # phase 2 groups) keeps both, but the run rewrote it to its canonical
@@ -179,9 +177,7 @@ def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     ({"full": True}, "asked for (full: true)"),
 ])
 def test_the_report_says_why_a_run_was_full(tmp_path, change, why):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     second = report(conn, change)
     assert (second["kind"], second["why"]) == ("full", why)
@@ -190,9 +186,7 @@ def test_the_report_says_why_a_run_was_full(tmp_path, change, why):
 
 
 def test_an_index_of_another_version_makes_the_run_full(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
     assert version == "9 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
@@ -279,9 +273,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
 
 
 def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     report(conn, {})
     conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://new.example.org/a', 'a new page of its own', '2030-01-01')")
     assert report(conn, {})["kind"] == "incremental"
@@ -295,8 +287,6 @@ def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):
 
 
 def test_a_bad_full_value_is_refused(tmp_path):
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
     with pytest.raises(sqlite3.OperationalError, match=r"dedup: full must be true or false \(1 or 0\), got 'yes'"):
         conn.execute("""SELECT dedup_run('{"full": "yes"}')""").fetchone()

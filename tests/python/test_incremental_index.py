@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import pipeline as P
-from incremental_state import table_state, report, unpack, index_band_keys, index_keys, written_keys, counted_keys, state_number, own_text
+from incremental_state import demo_copy, table_state, report, unpack, index_band_keys, index_keys, written_keys, counted_keys, state_number, own_text
 
 
 def test_band_keys_of_rows_that_left_count_for_nothing_until_swept(tmp_path):
@@ -218,9 +218,7 @@ def test_the_index_by_domain_is_kept_only_for_n_min(tmp_path):
     """Only n_min reads the index by domain: without it the index has none
     (one write fewer per row); a run with n_min makes it, a run without
     drops it, and each is full (the settings changed)."""
-    db = str(tmp_path / "demo.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
+    db, conn = demo_copy(tmp_path)
 
     def has_domain_index():
         return conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_index_domain'").fetchone()[0] == 1
