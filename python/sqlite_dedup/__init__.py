@@ -14,7 +14,8 @@ __version__ = "0.2.0"
 
 
 class ExtensionLoadError(RuntimeError):
-    """The connection cannot load SQLite extensions."""
+    """The connection cannot load SQLite extensions, or the extension's
+    library is not beside the package."""
 
 
 def loadable_path():
@@ -32,6 +33,11 @@ def load(conn):
             "this Python's sqlite3 module cannot load extensions (it was built without "
             "SQLITE_ENABLE_LOAD_EXTENSION, as pyenv and python.org macOS builds are). Use an interpreter "
             "that can (Debian/Ubuntu's /usr/bin/python3), or `pip install apsw` and pass an apsw.Connection.")
+    if not any(os.path.isfile(loadable_path() + suffix) for suffix in (".so", ".dylib", ".dll")):
+        raise ExtensionLoadError(
+            f"the extension's library is not installed: no {loadable_path()}.so. Install the package from "
+            "its wheel, which carries it; in a source checkout, copy target/release/libdedup.so there "
+            "as dedup0.so after `cargo build --release --features loadable_extension`.")
     enable(True)
     try:
         conn.load_extension(loadable_path())

@@ -12,19 +12,26 @@ import sqlite_dedup
 
 def connect(path):
     """A connection with the extension loaded: the standard module if it can
-    load extensions, else apsw if installed."""
+    load extensions, else apsw if installed. Exits with the reason (status 1)
+    when neither can load it."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
-        sqlite_dedup.load(conn)
-        return conn
-    except sqlite_dedup.ExtensionLoadError as first:
         try:
-            import apsw
-        except ImportError:
-            raise SystemExit(f"sqlite-dedup: {first}") from None
-        conn = apsw.Connection(path)
-        sqlite_dedup.load(conn)
-        return conn
+            sqlite_dedup.load(conn)
+            return conn
+        except sqlite_dedup.ExtensionLoadError as first:
+            if hasattr(conn, "enable_load_extension"):  # the library is missing: apsw would not help
+                raise
+            try:
+                import apsw
+            except ImportError:
+                raise first from None
+            conn = apsw.Connection(path)
+            sqlite_dedup.load(conn)
+            return conn
+    except Exception as e:  # ExtensionLoadError, sqlite3.Error, apsw.Error: the message says why
+        print(f"sqlite-dedup: cannot load the extension: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def with_progress(conn, sql, params, out=sys.stderr, every=0.2, draw=True):

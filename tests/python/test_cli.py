@@ -100,6 +100,28 @@ def cli(tmp_path, *args, **kw):
                           timeout=120, **kw)
 
 
+def test_a_missing_or_broken_library_is_a_one_line_error_and_nothing_runs(tmp_path):
+    db = str(tmp_path / "crawl.db")
+    shutil.copy(P.DEMO, db)
+    library = os.path.join(package(tmp_path), "sqlite_dedup", "dedup0.so")
+    os.remove(library)  # a source checkout before the build is copied there
+    out = cli(tmp_path, "run", db)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"sqlite-dedup: cannot load the extension: the extension's library is not installed: no {library}. "
+        "Install the package from its wheel, which carries it; in a source checkout, copy "
+        "target/release/libdedup.so there as dedup0.so after `cargo build --release --features loadable_extension`."]
+    with open(library, "w") as f:  # not a shared library
+        f.write("not a library\n")
+    out = cli(tmp_path, "run", db)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith(f"sqlite-dedup: cannot load the extension: {library}"), out.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 600
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'dedup%'").fetchone()[0] == 0
+    conn.close()
+
+
 def test_a_missing_file_is_an_error_not_a_new_database(tmp_path):
     db = str(tmp_path / "nonexist.db")
     out = cli(tmp_path, "run", db)
