@@ -32,8 +32,8 @@ def register_commands(cli):
     def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, full, dry_run,
               restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
-        db = sqlite_utils.Database(path)
         try:
+            db = sqlite_utils.Database(path)  # (loads the extension: a missing library is an error here)
             if restore:
                 click.echo(sqlite_dedup.restore(db.conn))
                 return

@@ -2,6 +2,7 @@
 and the wheel; the wheel installs into fresh virtual environments of
 Debian's python3 and gives `sqlite_dedup.load/run/explain/restore/stats`
 and the `sqlite-dedup` command."""
+import glob
 import json
 import os
 import re
@@ -294,6 +295,12 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
                           (["--table", "nosuch"], "not found")]:
         bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, *args], capture_output=True, text=True)
         assert bad.returncode == 1 and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+    # So is a package whose library went missing.
+    (library,) = glob.glob(os.path.join(os.path.dirname(bin_), "lib", "python*", "site-packages", "sqlite_dedup",
+                                        "dedup0.so"))
+    os.remove(library)
+    bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"no {library}" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
 def test_the_datasette_plugin(tmp_path, dist):
