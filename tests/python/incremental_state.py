@@ -131,3 +131,30 @@ def batch(conn, rng, pool, step):
 def own_text(i, n=60):
     rng = random.Random(i)
     return " ".join("".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 8))) for _ in range(n))
+
+
+def rough_batch(conn, rng):
+    """What users do besides crawling: edit kept URLs (a tracking parameter,
+    a trailing slash, another page), empty texts, store a URL as a BLOB (a
+    row the pipeline skips; the next batch turns it back into text), add
+    exact copies under the same URL, and now and then delete a fifth of the
+    table."""
+    cols = columns(conn)
+    kept = [r[0] for r in conn.execute("SELECT rowid FROM pages")]
+    at = {c: i for i, c in enumerate(cols)}
+    insert = f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    conn.execute("UPDATE pages SET url = CAST(url AS TEXT) WHERE typeof(url) = 'blob'")
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):
+        conn.execute("UPDATE pages SET url = url || ? WHERE rowid = ?",
+                     (rng.choice(["?utm_source=x", "/", "?page=2", "#frag", "x"]), rowid))
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 2))):
+        conn.execute("UPDATE pages SET parsed = '', content_hash = NULL WHERE rowid = ?", (rowid,))
+    for rowid in rng.sample(kept, min(len(kept), rng.randint(0, 3))):
+        row = list(conn.execute(f"SELECT {', '.join(cols)} FROM pages WHERE rowid = ?", (rowid,)).fetchone())
+        if rng.random() < 0.5:
+            row[at["crawled"]] = "2035-01-01"
+        conn.execute(insert, row)
+    if rng.random() < 0.3 and kept:
+        conn.execute("UPDATE pages SET url = CAST(url AS BLOB) WHERE rowid = ?", (rng.choice(kept),))
+    if rng.random() < 0.15:
+        conn.execute("DELETE FROM pages WHERE rowid % 5 = ?", (rng.randint(0, 4),))

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 import pipeline as P
-from incremental_state import demo_copy, table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text
+from incremental_state import demo_copy, table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text, rough_batch
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -68,6 +68,50 @@ def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, s
         full.close()
         os.remove(full_db)
     assert kinds == ["incremental"] * 8, kinds
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("settings", [{"distance": 4}, {"discard_params": False, "threshold": 0.8},
+                                      {"near_mode": "lsh", "n_min": 2}],
+                         ids=["distance-4", "keep-params-0.8", "lsh-n_min"])
+def test_incremental_runs_equal_full_runs_after_rough_batches(tmp_path, seed, settings):
+    """The same property when users also edit URLs, empty texts, store a
+    URL the pipeline skips, add exact copies, delete a fifth of the table,
+    or restore the last run between runs (the run after a restore is full,
+    and still right)."""
+    rng = random.Random(seed)
+    src = sqlite3.connect(P.DEMO)
+    rows = src.execute("SELECT * FROM pages ORDER BY rowid").fetchall()
+    src.close()
+    rng.shuffle(rows)
+    start, pool = rows[:300], rows[300:]
+    db = str(tmp_path / "inc.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.execute("DELETE FROM pages")
+    conn.executemany(f"INSERT INTO pages VALUES ({', '.join('?' * len(rows[0]))})", start)
+    report(conn, settings)
+    kinds, removed = [], 0
+    for step in range(6):
+        if step in (2, 4):
+            conn.execute("SELECT dedup_restore()").fetchone()
+        batch(conn, rng, pool, step)
+        rough_batch(conn, rng)
+        conn.close()
+        full_db = str(tmp_path / f"full{step}.db")
+        shutil.copy(db, full_db)
+        full = P.connect(full_db)
+        expected = report(full, dict(settings, full=True))
+        conn = P.connect(db)
+        got = report(conn, settings)
+        kinds.append(got["kind"])
+        assert table_state(conn) == table_state(full), f"step {step}"
+        assert got["removed"] == expected["removed"]
+        removed += (got["kind"] == "incremental") * sum(got["removed"].values())
+        full.close()
+        os.remove(full_db)
+    assert kinds == ["incremental", "incremental", "full", "incremental", "full", "incremental"], kinds
+    assert removed > 20, removed  # the incremental runs had work to do
 
 
 @pytest.mark.parametrize("seed,distance,mode", [(1, 50, "window"), (2, 4, "window"), (3, 3, "window"),
