@@ -1,8 +1,10 @@
 """What the incremental-run tests share: the table and index as seen, the
 random batches of changes, and texts of their own."""
 import json
+import os
 import random
 import shutil
+import sqlite3
 import struct
 
 import pipeline as P
@@ -18,6 +20,22 @@ def demo_copy(tmp_path):
     return db, P.connect(db)
 
 
+def demo_part(tmp_path, rng, n):
+    """A database holding `n` of the demo's rows, drawn by `rng`, and a
+    connection to it; the other rows, shuffled, as the pool new pages come
+    from."""
+    src = sqlite3.connect(P.DEMO)
+    rows = src.execute("SELECT * FROM pages ORDER BY rowid").fetchall()
+    src.close()
+    rng.shuffle(rows)
+    db = str(tmp_path / "inc.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.execute("DELETE FROM pages")
+    conn.executemany(f"INSERT INTO pages VALUES ({', '.join('?' * len(rows[0]))})", rows[:n])
+    return db, conn, rows[n:]
+
+
 def table_state(conn):
     """The table and the archive of the last run, exactly."""
     pages = conn.execute("SELECT rowid, * FROM pages ORDER BY rowid").fetchall()
@@ -26,6 +44,25 @@ def table_state(conn):
         "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio, url FROM dedup_removed "
         "WHERE dedup_run = ? ORDER BY dedup_rowid", (run,)).fetchall()
     return pages, archived
+
+
+def full_and_incremental(tmp_path, db, conn, settings, step):
+    """Closes `conn`; runs a full run (`{"full": true}`) on a copy of `db`,
+    then the run of `settings` on `db`, and checks that both leave the same
+    table, archive and removals. Returns the new connection to `db` and the
+    run's report."""
+    conn.close()
+    full_db = str(tmp_path / f"full{step}.db")
+    shutil.copy(db, full_db)
+    full = P.connect(full_db)
+    expected = report(full, dict(settings, full=True))
+    conn = P.connect(db)
+    got = report(conn, settings)
+    assert table_state(conn) == table_state(full), f"step {step}"
+    assert got["removed"] == expected["removed"]
+    full.close()
+    os.remove(full_db)
+    return conn, got
 
 
 def report(conn, settings):

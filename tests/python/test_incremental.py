@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 import pipeline as P
-from incremental_state import demo_copy, table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text, rough_batch
+from incremental_state import demo_copy, table_state, report, index_band_keys, index_keys, written_keys, counted_keys, state_number, columns, batch, own_text, rough_batch, demo_part, full_and_incremental
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -25,16 +25,7 @@ from incremental_state import demo_copy, table_state, report, index_band_keys, i
                               "lsh-compat", "lsh-0.8-n_min"])
 def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
     rng = random.Random(seed)
-    src = sqlite3.connect(P.DEMO)
-    rows = src.execute("SELECT * FROM pages ORDER BY rowid").fetchall()
-    src.close()
-    rng.shuffle(rows)
-    start, pool = rows[:350], rows[350:]
-    db = str(tmp_path / "inc.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
-    conn.execute("DELETE FROM pages")
-    conn.executemany(f"INSERT INTO pages VALUES ({', '.join('?' * len(rows[0]))})", start)
+    db, conn, pool = demo_part(tmp_path, rng, 350)
     first = report(conn, settings)
     assert "kind" not in first  # the first run: full, nothing to say
     kinds = []
@@ -80,16 +71,7 @@ def test_incremental_runs_equal_full_runs_after_rough_batches(tmp_path, seed, se
     or restore the last run between runs (the run after a restore is full,
     and still right)."""
     rng = random.Random(seed)
-    src = sqlite3.connect(P.DEMO)
-    rows = src.execute("SELECT * FROM pages ORDER BY rowid").fetchall()
-    src.close()
-    rng.shuffle(rows)
-    start, pool = rows[:300], rows[300:]
-    db = str(tmp_path / "inc.db")
-    shutil.copy(P.DEMO, db)
-    conn = P.connect(db)
-    conn.execute("DELETE FROM pages")
-    conn.executemany(f"INSERT INTO pages VALUES ({', '.join('?' * len(rows[0]))})", start)
+    db, conn, pool = demo_part(tmp_path, rng, 300)
     report(conn, settings)
     kinds, removed = [], 0
     for step in range(6):
@@ -97,19 +79,9 @@ def test_incremental_runs_equal_full_runs_after_rough_batches(tmp_path, seed, se
             conn.execute("SELECT dedup_restore()").fetchone()
         batch(conn, rng, pool, step)
         rough_batch(conn, rng)
-        conn.close()
-        full_db = str(tmp_path / f"full{step}.db")
-        shutil.copy(db, full_db)
-        full = P.connect(full_db)
-        expected = report(full, dict(settings, full=True))
-        conn = P.connect(db)
-        got = report(conn, settings)
+        conn, got = full_and_incremental(tmp_path, db, conn, settings, step)
         kinds.append(got["kind"])
-        assert table_state(conn) == table_state(full), f"step {step}"
-        assert got["removed"] == expected["removed"]
         removed += (got["kind"] == "incremental") * sum(got["removed"].values())
-        full.close()
-        os.remove(full_db)
     assert kinds == ["incremental", "incremental", "full", "incremental", "full", "incremental"], kinds
     assert removed > 20, removed  # the incremental runs had work to do
 
@@ -145,18 +117,8 @@ def test_incremental_runs_equal_full_runs_on_the_corpus(tmp_path, seed, distance
             row[cols.index("crawled")] = "2033-01-01"
             row[cols.index("datetime")] = "2033-01-01"
             conn.execute(insert, row)
-        conn.close()
-        full_db = str(tmp_path / f"full{step}.db")
-        shutil.copy(db, full_db)
-        full = P.connect(full_db)
-        expected = report(full, dict(settings, full=True))
-        conn = P.connect(db)
-        got = report(conn, settings)
+        conn, got = full_and_incremental(tmp_path, db, conn, settings, step)
         assert got["kind"] == "incremental"
-        assert table_state(conn) == table_state(full), f"step {step}"
-        assert got["removed"] == expected["removed"]
-        full.close()
-        os.remove(full_db)
 
 
 @pytest.mark.parametrize("how", ["a new copy wins phase 3", "the user deletes it", "the user edits its URL"])
