@@ -138,6 +138,7 @@ def batch(conn, rng, pool, step):
     for rowid in rng.sample(kept, min(len(kept), rng.randint(1, 6))):  # copies under other URLs
         row = row_of(rowid)
         url = row[at["url"]] or ""
+        url = url.decode("utf-8", "replace") if isinstance(url, bytes) else url  # (rough_batch's BLOB)
         row[at["url"]] = f"https://mirror{rng.randint(1, 3)}.example.net/{step}/{rng.randint(0, 99)}/" + url.split("/")[-1]
         if rng.random() < 0.5 and row[at["parsed"]]:
             row[at["parsed"]] = row[at["parsed"]] + " " + rng.choice(WORDS)  # a near copy
@@ -173,7 +174,7 @@ def own_text(i, n=60):
 def rough_batch(conn, rng):
     """What users do besides crawling: edit kept URLs (a tracking parameter,
     a trailing slash, another page), empty texts, store a URL as a BLOB (a
-    row the pipeline skips; the next batch turns it back into text), add
+    row the pipeline skips; the next rough batch turns it back into text), add
     exact copies under the same URL, and now and then delete a fifth of the
     table."""
     cols = columns(conn)
