@@ -16,19 +16,16 @@ def connect(path):
     when neither can load it."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
-        try:
-            sqlite_dedup.load(conn)
-            return conn
-        except sqlite_dedup.ExtensionLoadError as first:
-            if hasattr(conn, "enable_load_extension"):  # the library is missing: apsw would not help
-                raise
+        if not hasattr(conn, "enable_load_extension"):
             try:
                 import apsw
-            except ImportError:
-                raise first from None
-            conn = apsw.Connection(path)
-            sqlite_dedup.load(conn)
-            return conn
+            except ImportError:  # load() names the fix
+                pass
+            else:
+                conn.close()
+                conn = apsw.Connection(path)
+        sqlite_dedup.load(conn)
+        return conn
     except Exception as e:  # ExtensionLoadError, sqlite3.Error, apsw.Error: the message says why
         print(f"sqlite-dedup: cannot load the extension: {e}", file=sys.stderr)
         raise SystemExit(1) from None
