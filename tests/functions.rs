@@ -280,6 +280,20 @@ fn error_messages_name_function_problem_and_value() {
         err(&db, "SELECT dedup_run('[1]')"),
         "dedup_run: settings must be a JSON object, got '[1]'"
     );
+    // Text that is not JSON is named as such (not SQLite's bare "malformed
+    // JSON"), and each function names itself.
+    assert_eq!(
+        err(&db, "SELECT dedup_run('{\"threshold\": 0.9,}')"),
+        "dedup_run: settings must be a JSON object, got '{\"threshold\": 0.9,}' (not valid JSON)"
+    );
+    assert_eq!(
+        err(&db, "SELECT dedup_plan('')"),
+        "dedup_plan: settings must be a JSON object, got '' (not valid JSON)"
+    );
+    assert_eq!(
+        err(&db, "SELECT dedup_plan('[1]')"),
+        "dedup_plan: settings must be a JSON object, got '[1]'"
+    );
     // JSON's true is 1 in SQL: a number setting must not take it.
     assert_eq!(
         err(&db, r#"SELECT dedup_run('{"distance": true}')"#),

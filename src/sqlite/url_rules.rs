@@ -77,7 +77,7 @@ pub fn register(db: &Connection, held: Held) -> Result<()> {
         // Safety: the handle is the connection running this function, used
         // on this thread for the duration of the call.
         let db = unsafe { ctx.get_connection()? };
-        let s = settings::read(&db, None)?;
+        let s = settings::read(&db, "dedup_learn_url_rules", None)?;
         let mut batch = None;
         let report = atomically(
             &db,

@@ -108,8 +108,12 @@ fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
 
 /// Reads the settings (outside any transaction: only the busy timeout is
 /// needed before it starts; the plan reads them again inside).
-fn read_settings(db: &Connection, json: Option<&str>) -> std::result::Result<Settings, DedupError> {
-    settings::read(db, json)
+fn read_settings(
+    db: &Connection,
+    function: &str,
+    json: Option<&str>,
+) -> std::result::Result<Settings, DedupError> {
+    settings::read(db, function, json)
 }
 
 /// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore`,
@@ -124,9 +128,9 @@ pub fn register(db: &Connection) -> Result<()> {
         // Safety: the handle is the connection running this function, used
         // on this thread for the duration of the call.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let timeout = read_settings(&db, "dedup_run", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
-            let s = read_settings(db, json.as_deref())?;
+            let s = read_settings(db, "dedup_run", json.as_deref())?;
             plan::plan(db, &s)?;
             progress::phase(
                 "apply",
@@ -142,9 +146,9 @@ pub fn register(db: &Connection) -> Result<()> {
         let json = settings_arg(ctx, "dedup_plan")?;
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let timeout = read_settings(&db, "dedup_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
-            let s = read_settings(db, json.as_deref())?;
+            let s = read_settings(db, "dedup_plan", json.as_deref())?;
             let planned = plan::plan(db, &s)?;
             let columns = planned.columns()?;
             snapshot::take(
@@ -192,9 +196,9 @@ pub fn register(db: &Connection) -> Result<()> {
         };
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let timeout = read_settings(&db, "dedup_prepare", json.as_deref())?.busy_timeout;
         let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
-            let mut s = read_settings(db, json.as_deref())?;
+            let mut s = read_settings(db, "dedup_prepare", json.as_deref())?;
             s.phases = settings::Phases::PrepareOnly(lo, hi);
             let planned = plan::plan(db, &s)?;
             Ok::<i64, DedupError>(planned.rows_before)
@@ -233,9 +237,9 @@ pub fn register(db: &Connection) -> Result<()> {
         };
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, json.as_deref())?.busy_timeout;
+        let timeout = read_settings(&db, "dedup_apply_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
-            let mut s = read_settings(db, json.as_deref())?;
+            let mut s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
             s.phases = settings::Phases::FromPlan(table.clone());
             plan::plan(db, &s)?;
             apply::apply(db)
@@ -246,14 +250,14 @@ pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, None)?.busy_timeout;
+        let timeout = read_settings(&db, "dedup_apply", None)?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_apply", apply::apply)?;
         Ok(report.to_text())
     })?;
     db.create_scalar_function("dedup_restore", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        let timeout = read_settings(&db, None).map_or(5000, |s| s.busy_timeout);
+        let timeout = read_settings(&db, "dedup_restore", None).map_or(5000, |s| s.busy_timeout);
         Ok(atomically(
             &db,
             Lock::Write,

@@ -192,8 +192,13 @@ impl Settings {
 }
 
 /// Reads the settings: `dedup_settings` first, then `overrides` (a JSON
-/// object or NULL) on top; every value checked.
-pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Settings, DedupError> {
+/// object or NULL, the argument of the SQL function `function`, which the
+/// errors about it name) on top; every value checked.
+pub fn read(
+    db: &Connection,
+    function: &str,
+    overrides: Option<&str>,
+) -> std::result::Result<Settings, DedupError> {
     let mut pairs: Vec<(String, Value)> = Vec::new();
     if let Some(kind) = schema::object_type(db, "dedup_settings")? {
         if kind != "table" && kind != "view" {
@@ -231,15 +236,18 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
         }
     }
     if let Some(json) = overrides {
-        let valid: bool = db.query_row(
-            "SELECT json_valid(?1) AND json_type(?1) = 'object'",
+        // (json_type raises "malformed JSON" on text that is not JSON,
+        // which would not say what was wrong: asked only of valid JSON.)
+        let (valid, object): (bool, bool) = db.query_row(
+            "SELECT json_valid(?1), CASE WHEN json_valid(?1) THEN json_type(?1) = 'object' ELSE 0 END",
             [json],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        if !valid {
+        if !object {
             return fail(format!(
-                "dedup_run: settings must be a JSON object, got {}",
-                excerpt(json)
+                "{function}: settings must be a JSON object, got {}{}",
+                excerpt(json),
+                if valid { "" } else { " (not valid JSON)" }
             ));
         }
         let mut stmt =
@@ -258,7 +266,7 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
             // setting would take: `"distance": true` would compare nothing.)
             if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
                 return fail(format!(
-                    "dedup_run: {key} is not a true-or-false setting (only {} are), got {} in {}",
+                    "{function}: {key} is not a true-or-false setting (only {} are), got {} in {}",
                     YES_OR_NO.join(" and "),
                     if value == Value::Integer(1) {
                         "true"
@@ -272,7 +280,7 @@ pub fn read(db: &Connection, overrides: Option<&str>) -> std::result::Result<Set
             // guess, so neither does.)
             if given.iter().any(|(k, _)| *k == key) {
                 return fail(format!(
-                    "dedup_run: settings must name each setting once, got '{}' twice in {}",
+                    "{function}: settings must name each setting once, got '{}' twice in {}",
                     key.replace('\'', "''"),
                     excerpt(json)
                 ));
