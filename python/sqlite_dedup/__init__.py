@@ -106,7 +106,10 @@ def explain(conn, page):
     (following survivors later removed) and, for a near duplicate, its ratio
     to the final survivor of its run (final_ratio; when that is at or below
     the threshold, final_note says so and the ratio is measured now), as a
-    dict; None when no run removed it (or no run was ever applied)."""
+    dict; None when no run removed it (or no run was ever applied). A page
+    given as anything else (None, a float, bytes) is a TypeError, not None."""
+    if isinstance(page, bool) or not isinstance(page, (int, str)):
+        raise TypeError(f"explain: page must be a rowid (int) or a URL (str), got {type(page).__name__} {page!r}")
     if not _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_why' AND type = 'view'"):
         return None
     column = "rowid" if isinstance(page, int) else "url"

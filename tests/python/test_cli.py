@@ -199,6 +199,10 @@ def test_explain_before_any_run_says_so(tmp_path):
     import sqlite_dedup
     conn = P.connect(db)
     assert sqlite_dedup.explain(conn, 5) is None and sqlite_dedup.explain(conn, "x") is None
+    # (A page that is neither a rowid nor a URL is an error, not "not removed".)
+    for page in (None, 1.5, b"x", True):
+        with pytest.raises(TypeError, match=r"^explain: page must be a rowid \(int\) or a URL \(str\), got "):
+            sqlite_dedup.explain(conn, page)
     conn.close()
     assert P.fingerprint(db) == before
 
