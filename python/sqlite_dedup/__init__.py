@@ -75,6 +75,8 @@ def plan(conn, examples=3, **settings):
     phase), domains (per phase, the domains losing most rows: [domain,
     rows]), examples (per phase, the first `examples` removals: rowid, url,
     reason, survivor, survivor_url)."""
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
+        raise TypeError(f"plan: examples must be an int >= 0, got {type(examples).__name__} {examples!r}")
     text = _one(conn, "SELECT dedup_plan(?)", (json.dumps(settings),))
     removed, domains, shown = {}, {}, {}
     rows = conn.execute(
@@ -156,7 +158,10 @@ def _ratio_now(conn, why):
 def kept_apart(conn, rowid):
     """Why a kept page was not merged with pages whose URLs differ from its
     own only in a query parameter (a sentence naming the parameter and the
-    domain), from the latest run that kept it apart; None otherwise."""
+    domain), from the latest run that kept it apart; None otherwise. A
+    rowid that is not an int is a TypeError."""
+    if isinstance(rowid, bool) or not isinstance(rowid, int):
+        raise TypeError(f"kept_apart: rowid must be an int, got {type(rowid).__name__} {rowid!r}")
     exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'")
     if not exists:
         return None

@@ -199,10 +199,16 @@ def test_explain_before_any_run_says_so(tmp_path):
     import sqlite_dedup
     conn = P.connect(db)
     assert sqlite_dedup.explain(conn, 5) is None and sqlite_dedup.explain(conn, "x") is None
-    # (A page that is neither a rowid nor a URL is an error, not "not removed".)
+    # (A page that is neither a rowid nor a URL is an error, not "not removed";
+    # so is a rowid that is not an int, and a count of examples that is not one.)
     for page in (None, 1.5, b"x", True):
         with pytest.raises(TypeError, match=r"^explain: page must be a rowid \(int\) or a URL \(str\), got "):
             sqlite_dedup.explain(conn, page)
+        with pytest.raises(TypeError, match=r"^kept_apart: rowid must be an int, got "):
+            sqlite_dedup.kept_apart(conn, page)
+    for examples in ("3", -1, None):
+        with pytest.raises(TypeError, match=r"^plan: examples must be an int >= 0, got "):
+            sqlite_dedup.plan(conn, examples=examples)
     conn.close()
     assert P.fingerprint(db) == before
 
