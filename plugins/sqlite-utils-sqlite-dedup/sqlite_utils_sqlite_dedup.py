@@ -18,29 +18,45 @@ def register_commands(cli):
     @cli.command(name="dedup")
     @click.argument("path", type=click.Path(exists=True, dir_okay=False))
     @click.option("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    @click.option("--mode", type=click.Choice(["window", "lsh"]), help="near-duplicate candidates")
+    @click.option("--mode", "--near-mode", type=click.Choice(["window", "lsh"]), help="near-duplicate candidates")
     @click.option("--distance", type=int, help="window mode: the reference's distance (50)")
     @click.option("--n-min", type=int, help="drop rows of domains with fewer pages")
+    @click.option("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    @click.option("--keep-params", is_flag=True, help="keep all but tracking query parameters (discard_params = 0)")
+    @click.option("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
+    @click.option("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
+    @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' (default, no drift) or 'chain'")
+    @click.option("--boilerplate", type=click.Choice(["keep", "strip"]), help="'strip': compare texts without the lines a site repeats")
+    @click.option("--boilerplate-min-pages", type=int, help="'strip': pages of a domain a line must be in to be chrome (5)")
+    @click.option("--url-rules", type=float, help="drop parameters learned to never change content with this probability (0: never)")
     @click.option("--table", help="the table of pages (default pages)")
     @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
     @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
-    @click.option("--lsh-election", type=click.Choice(["chain", "direct"]), help="lsh mode: 'direct' (default, no drift) or 'chain'")
+    @click.option("--busy-timeout", type=int, help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, table, prefer, compat, columns, lsh_election, full, dry_run,
-              restore):
+    def dedup(path, threshold, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
+              boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, full,
+              dry_run, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         try:
             db = sqlite_utils.Database(path)  # (loads the extension: a missing library is an error here)
+            if busy_timeout is not None:
+                from sqlite_dedup.cli import lend_busy_timeout
+                lend_busy_timeout(db.conn, busy_timeout)
             if restore:
                 click.echo(sqlite_dedup.restore(db.conn))
                 return
             settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
-                                          "n_min": n_min, "table": table, "prefer": list(prefer) or None,
-                                          "compat": compat, "columns": columns,
-                                          "lsh_election": lsh_election,
+                                          "n_min": n_min, "url_options": url_options,
+                                          "discard_params": 0 if keep_params else None,
+                                          "lsh_bands": lsh_bands, "lsh_rows": lsh_rows,
+                                          "lsh_election": lsh_election, "boilerplate": boilerplate,
+                                          "boilerplate_min_pages": boilerplate_min_pages, "url_rules": url_rules,
+                                          "table": table, "prefer": list(prefer) or None,
+                                          "compat": compat, "columns": columns, "busy_timeout": busy_timeout,
                                           "full": True if full else None}.items() if v is not None}
             if dry_run:
                 from sqlite_dedup.cli import print_plan

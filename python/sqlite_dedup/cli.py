@@ -127,6 +127,15 @@ def pages_table(conn, runs):
     return table, url
 
 
+def lend_busy_timeout(conn, ms):
+    """Makes `ms` the wait for another connection's lock: the connection's
+    own busy timeout, which a run takes before its `busy_timeout` setting
+    (0, no wait, leaves the setting to say so). A negative `ms` is left to
+    the setting's check to refuse."""
+    if isinstance(ms, int) and ms >= 0:
+        conn.execute(f"PRAGMA busy_timeout = {ms}")
+
+
 def print_plan(planned):
     """A plan as the command prints it: the report, then per phase the
     domains that lose most rows and a few examples."""
@@ -171,6 +180,8 @@ def main(argv=None):
     add_near_mode_options(common)
     common.add_argument("--boilerplate", choices=["keep", "strip"],
                      help="'strip': compare texts without the lines a site repeats (default keep)")
+    common.add_argument("--boilerplate-min-pages", type=int, metavar="N",
+                     help="'strip': pages (and distinct titles) of a domain a line must be in to be chrome (5)")
     common.add_argument("--url-rules", type=float, metavar="P",
                      help="drop parameters learned to never change content with probability >= P (0: never)")
     common.add_argument("--full", action="store_true",
@@ -186,6 +197,8 @@ def main(argv=None):
     common.add_argument("--compat", choices=["reference", "none"],
                      help="'reference': the reference pipeline's behaviour exactly (default: none)")
     common.add_argument("--json", action="store_true", help="print the report as JSON")
+    common.add_argument("--busy-timeout", type=int, metavar="MS",
+                     help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     common.add_argument("--secure-delete", choices=["on", "fast", "off"],
                      help="PRAGMA secure_delete for the run (default: as SQLite was built; Debian: on). "
                           "'fast' makes the writes about a third faster there: freed pages keep their old "
@@ -220,8 +233,13 @@ def main(argv=None):
                 "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
                 "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
                 "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
+                "boilerplate_min_pages": args.boilerplate_min_pages,
                 "url_rules": args.url_rules, "lsh_election": args.lsh_election,
+                "busy_timeout": args.busy_timeout,
                 "full": True if args.full else None}.items() if v is not None}
+            if args.busy_timeout is not None:
+                # (The connection's own timeout comes first: Python's is 5 s.)
+                lend_busy_timeout(conn, args.busy_timeout)
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

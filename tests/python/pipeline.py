@@ -35,6 +35,31 @@ def connect(path):
     return conn
 
 
+def settings_known():
+    """The settings the extension knows, as its error for an unknown one
+    lists them."""
+    conn = connect(":memory:")
+    try:
+        conn.execute("""SELECT dedup_plan('{"no such setting": 1}')""")
+    except sqlite3.OperationalError as e:
+        return str(e).split("(known: ")[1].rstrip(")").split(", ")
+    finally:
+        conn.close()
+    raise AssertionError("dedup_plan took an unknown setting")
+
+
+# The settings a command takes as something other than --<key with dashes>,
+# or not at all (and why).
+FLAG_OF_SETTING = {"discard_params": "--keep-params", "near_mode": "--near-mode"}
+NOT_A_FLAG = {"job": "the Spark job's label, which `sqlite-dedup spark run` sets"}
+
+
+def flags_expected():
+    """Each setting's flag in `sqlite-dedup run` and `sqlite-utils dedup`."""
+    return {key: FLAG_OF_SETTING.get(key, "--" + key.replace("_", "-"))
+            for key in settings_known() if key not in NOT_A_FLAG}
+
+
 def copy_corpus(tmp_path, name="parity-5k.db"):
     require_corpus()
     dst = os.path.join(str(tmp_path), name)

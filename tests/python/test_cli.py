@@ -1,5 +1,6 @@
 """The `sqlite-dedup` command from the source tree (the package with the
 release build beside it, as the wheel lays it out), run in a subprocess."""
+import json
 import os
 import shutil
 import sqlite3
@@ -92,6 +93,43 @@ def test_the_new_settings_from_the_command(tmp_path):
     bad = subprocess.run([PYTHON, "-m", "sqlite_dedup", "run", db, "--columns", '{"url": "link"}', "--prefer", "nosuch"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1 and "prefer term 1" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_every_setting_is_a_flag_of_run_and_plan(tmp_path):
+    """Each setting the extension knows (its own list) has its flag in
+    `sqlite-dedup run` and `plan`, and the flags added last reach the run:
+    recorded in its settings, or, for busy_timeout, waited by."""
+    expected = P.flags_expected()
+    assert len(expected) >= 18 and "boilerplate_min_pages" in expected, expected
+    for command in ("run", "plan"):
+        out = cli(tmp_path, command, "--help")
+        flags = {w.strip("[],") for w in out.stdout.split() if w.startswith(("--", "[--"))}
+        missing = {k: f for k, f in expected.items() if f not in flags}
+        assert out.returncode == 0 and not missing, (command, missing)
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    out = cli(tmp_path, "run", db, "--boilerplate", "strip", "--boilerplate-min-pages", "3", "--busy-timeout", "2000")
+    assert out.returncode == 0, out.stderr
+    conn = sqlite3.connect(db)
+    recorded = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert (recorded["boilerplate"], recorded["boilerplate_min_pages"]) == ("strip", 3), recorded
+    # --busy-timeout 0: no wait for a lock another connection holds (Python's
+    # own 5 s timeout would have waited out the 3 s this one is held).
+    holder = subprocess.Popen([PYTHON, "-c", f"""
+import sqlite3, sys, time
+c = sqlite3.connect({db!r}, isolation_level=None)
+c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execute("COMMIT")
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = P.fingerprint(db)
+        out = cli(tmp_path, "run", db, "--full", "--busy-timeout", "0")
+        assert out.returncode == 1 and "locked" in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert P.fingerprint(db) == before
+    finally:
+        holder.wait(timeout=60)
+    out = cli(tmp_path, "run", db, "--busy-timeout", "-1")
+    assert out.returncode == 1 and "busy_timeout must be milliseconds" in out.stderr, out.stderr
 
 
 def cli(tmp_path, *args, **kw):

@@ -191,6 +191,17 @@ def test_the_report_says_why_a_run_was_full(tmp_path, change, why):
     assert "  full run: " in text or "  incremental since run 2" in text
 
 
+def test_a_setting_that_decides_nothing_keeps_the_run_incremental(tmp_path):
+    """busy_timeout only says how long to wait for a lock: a run with another
+    one is still incremental (and is not recorded in the run's settings)."""
+    db, conn = demo_copy(tmp_path)
+    report(conn, {"busy_timeout": 100})
+    conn.execute("INSERT INTO pages (url, parsed) VALUES ('https://new.example/a', 'a page of its own')")
+    second = report(conn, {"busy_timeout": 2500})
+    assert (second["kind"], second["dirty"]) == ("incremental", 1), second
+    assert all("busy_timeout" not in json.loads(s) for (s,) in conn.execute("SELECT settings FROM dedup_runs"))
+
+
 def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     db, conn = demo_copy(tmp_path)
     report(conn, {})

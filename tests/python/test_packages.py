@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -295,6 +296,23 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
                           (["--table", "nosuch"], "not found")]:
         bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, *args], capture_output=True, text=True)
         assert bad.returncode == 1 and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+    # Every setting is a flag (the extension's own list), and the flags
+    # reach the run.
+    help_ = subprocess.run([f"{bin_}/sqlite-utils", "dedup", "--help"], capture_output=True, text=True, check=True)
+    flags = {w.strip("[],/") for w in help_.stdout.split() if w.startswith("--")}
+    missing = {k: f for k, f in P.flags_expected().items() if f not in flags}
+    assert not missing, missing
+    other = str(tmp_path / "other.db")
+    shutil.copy(P.DEMO, other)
+    subprocess.run([f"{bin_}/sqlite-utils", "dedup", other, "--keep-params", "--url-options", "strip_www",
+                    "--boilerplate", "strip", "--boilerplate-min-pages", "3", "--lsh-bands", "16", "--lsh-rows", "8",
+                    "--url-rules", "0.99", "--busy-timeout", "2000"], capture_output=True, check=True)
+    recorded = json.loads(sqlite3.connect(other).execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert {k: recorded[k] for k in ("discard_params", "boilerplate", "boilerplate_min_pages", "lsh_bands",
+                                     "lsh_rows", "url_rules")} == \
+        {"discard_params": 0, "boilerplate": "strip", "boilerplate_min_pages": 3, "lsh_bands": 16, "lsh_rows": 8,
+         "url_rules": 0.99}, recorded
+    assert "strip_www" in recorded["url_options"], recorded
     # So is a package whose library went missing.
     (library,) = glob.glob(os.path.join(os.path.dirname(bin_), "lib", "python*", "site-packages", "sqlite_dedup",
                                         "dedup0.so"))
