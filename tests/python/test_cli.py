@@ -132,6 +132,22 @@ c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execut
     assert out.returncode == 1 and "busy_timeout must be milliseconds" in out.stderr, out.stderr
 
 
+def test_every_setting_a_spark_run_takes_is_a_flag_of_spark_run(tmp_path):
+    """`sqlite-dedup spark run` has a flag for each setting the Spark layer
+    takes, and passes it on (no PySpark needed to parse them)."""
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    from sqlite_dedup.spark import SUPPORTED_SETTINGS
+    from sqlite_dedup.spark.cli import parser, settings_of
+    out = cli(tmp_path, "spark", "run", "--help")
+    flags = {w.strip("[],") for w in out.stdout.split() if w.startswith(("--", "[--"))}
+    expected = {k: P.FLAG_OF_SETTING.get(k, "--" + k.replace("_", "-")) for k in SUPPORTED_SETTINGS}
+    missing = {k: f for k, f in expected.items() if f not in flags}
+    assert not missing, missing
+    args = parser().parse_args(["run", "a.db", "--busy-timeout", "100", "--keep-params", "--mode", "lsh"])
+    assert settings_of(args) == {"busy_timeout": 100, "discard_params": 0, "near_mode": "lsh"}
+
+
 def cli(tmp_path, *args, **kw):
     env = dict(os.environ, PYTHONPATH=package(tmp_path))
     return subprocess.run([PYTHON, "-m", "sqlite_dedup", *args], capture_output=True, text=True, env=env,

@@ -324,6 +324,33 @@ def test_the_command_line_options_are_the_run_settings(package):
     assert cli.settings_of(cli.parser().parse_args(["run", "a.db"])) == {}
 
 
+def test_a_shards_apply_waits_for_a_lock_as_long_as_busy_timeout_says(package, tmp_path):
+    """busy_timeout reaches each shard's apply (whose connection's own 5 s
+    would come first): 0 fails at once on a shard another connection is
+    writing, naming it, and changes nothing; the job's plan is applied once
+    the lock is gone."""
+    sys.path.insert(0, package)
+    from sqlite_dedup.spark import _tasks
+    db = str(tmp_path / "shard.db")
+    shutil.copy(P.DEMO, db)
+    _tasks.write_pending(0, db, "spark-test", [(7, 2, "same canonical URL", 1, None, None, None)])
+    before = P.fingerprint(db)
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import sqlite3, time
+c = sqlite3.connect({db!r}, isolation_level=None)
+c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execute("COMMIT")
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(_tasks.ShardError, match=r"^sqlite-dedup spark: shard 1 \(.*shard.db\): .*locked"):
+            _tasks.apply_pending(0, db, "spark-test", json.dumps({"busy_timeout": 0}))
+        assert P.fingerprint(db) == before
+    finally:
+        holder.wait(timeout=60)
+    report = _tasks.apply_pending(0, db, "spark-test", json.dumps({"busy_timeout": 0}))
+    assert report["rows_before"] - report["rows_after"] == 1, report
+
+
 def test_a_failed_task_is_retried_with_the_same_result(package, tmp_path):
     whole = str(tmp_path / "whole.db")
     shutil.copy(P.DEMO, whole)
