@@ -44,8 +44,7 @@ def register_commands(cli):
         try:
             db = sqlite_utils.Database(path)  # (loads the extension: a missing library is an error here)
             if busy_timeout is not None:
-                from sqlite_dedup.cli import lend_busy_timeout
-                lend_busy_timeout(db.conn, busy_timeout)
+                sqlite_dedup._lend_busy_timeout(db.conn, busy_timeout)
             if restore:
                 click.echo(sqlite_dedup.restore(db.conn))
                 return

@@ -53,6 +53,15 @@ def _quoted(name):
     return '"' + name.replace('"', '""') + '"'
 
 
+def _lend_busy_timeout(conn, ms):
+    """Makes `ms` the wait for another connection's lock: the connection's
+    own busy timeout, which a run takes before its `busy_timeout` setting
+    (Python's own is 5 s; 0, no wait, leaves the setting to say so). A
+    negative `ms` is left to the setting's check to refuse."""
+    if isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0:
+        conn.execute(f"PRAGMA busy_timeout = {ms}")
+
+
 def _one(conn, sql, params=()):
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]

@@ -127,15 +127,6 @@ def pages_table(conn, runs):
     return table, url
 
 
-def lend_busy_timeout(conn, ms):
-    """Makes `ms` the wait for another connection's lock: the connection's
-    own busy timeout, which a run takes before its `busy_timeout` setting
-    (0, no wait, leaves the setting to say so). A negative `ms` is left to
-    the setting's check to refuse."""
-    if isinstance(ms, int) and ms >= 0:
-        conn.execute(f"PRAGMA busy_timeout = {ms}")
-
-
 def print_plan(planned):
     """A plan as the command prints it: the report, then per phase the
     domains that lose most rows and a few examples."""
@@ -239,7 +230,7 @@ def main(argv=None):
                 "full": True if args.full else None}.items() if v is not None}
             if args.busy_timeout is not None:
                 # (The connection's own timeout comes first: Python's is 5 s.)
-                lend_busy_timeout(conn, args.busy_timeout)
+                sqlite_dedup._lend_busy_timeout(conn, args.busy_timeout)
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")

@@ -243,10 +243,7 @@ def apply_pending(index, path, job, settings_json):
             if pending != job:
                 raise shard_error(index, path, f"holds no plan of job {job} (got {pending})")
             settings = dict(json.loads(settings_json), job=job)
-            if isinstance(settings.get("busy_timeout"), int) and settings["busy_timeout"] >= 0:
-                # (The connection's own timeout comes before the setting:
-                # Python's is 5 s.)
-                conn.execute(f"PRAGMA busy_timeout = {settings['busy_timeout']}")
+            sqlite_dedup._lend_busy_timeout(conn, settings.get("busy_timeout"))
             conn.execute(
                 "CREATE TEMP TABLE plan AS SELECT rid, phase, reason, survivor, ratio, rewrite_url, note "
                 f"FROM {PENDING} WHERE rid IS NOT NULL AND job = ?", (job,))
