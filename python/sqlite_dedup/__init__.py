@@ -62,6 +62,24 @@ def _lend_busy_timeout(conn, ms):
         conn.execute(f"PRAGMA busy_timeout = {ms}")
 
 
+class _BusyTimeoutFor:
+    """For one call: the `busy_timeout` setting, when given, as the
+    connection's own busy timeout (which a run takes first), and the
+    connection's own put back afterwards."""
+
+    def __init__(self, conn, settings):
+        self.conn, self.ms, self.before = conn, settings.get("busy_timeout"), None
+
+    def __enter__(self):
+        if isinstance(self.ms, int) and not isinstance(self.ms, bool) and self.ms >= 0:
+            self.before = _one(self.conn, "PRAGMA busy_timeout")
+            _lend_busy_timeout(self.conn, self.ms)
+
+    def __exit__(self, *exc):
+        if self.before is not None:
+            _lend_busy_timeout(self.conn, self.before)
+
+
 def _one(conn, sql, params=()):
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
@@ -72,8 +90,10 @@ def run(conn, **settings):
     settings: threshold, distance, near_mode, n_min, ...); returns the report
     as a dict: run, rows_before, rows_after, removed per phase, skipped rows,
     seconds per phase. Raises the SQL error, with nothing changed, when the
-    run fails."""
-    _one(conn, "SELECT dedup_run(?)", (json.dumps(settings),))
+    run fails. A `busy_timeout` given here is how long this call waits for
+    another connection's lock (the connection's own timeout is put back)."""
+    with _BusyTimeoutFor(conn, settings):
+        _one(conn, "SELECT dedup_run(?)", (json.dumps(settings),))
     return json.loads(_one(conn, "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1"))
 
 
@@ -86,7 +106,8 @@ def plan(conn, examples=3, **settings):
     reason, survivor, survivor_url)."""
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
         raise TypeError(f"plan: examples must be an int >= 0, got {type(examples).__name__} {examples!r}")
-    text = _one(conn, "SELECT dedup_plan(?)", (json.dumps(settings),))
+    with _BusyTimeoutFor(conn, settings):
+        text = _one(conn, "SELECT dedup_plan(?)", (json.dumps(settings),))
     removed, domains, shown = {}, {}, {}
     rows = conn.execute(
         "SELECT r.phase, r.source_rowid, g.url, r.reason, r.survivor, s.url, "

@@ -115,13 +115,8 @@ def test_every_setting_is_a_flag_of_run_and_plan(tmp_path):
     assert (recorded["boilerplate"], recorded["boilerplate_min_pages"]) == ("strip", 3), recorded
     # --busy-timeout 0: no wait for a lock another connection holds (Python's
     # own 5 s timeout would have waited out the 3 s this one is held).
-    holder = subprocess.Popen([PYTHON, "-c", f"""
-import sqlite3, sys, time
-c = sqlite3.connect({db!r}, isolation_level=None)
-c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execute("COMMIT")
-"""], stdout=subprocess.PIPE, text=True)
+    holder = hold_write_lock(db, 3)
     try:
-        assert holder.stdout.readline().strip() == "held"
         before = P.fingerprint(db)
         out = cli(tmp_path, "run", db, "--full", "--busy-timeout", "0")
         assert out.returncode == 1 and "locked" in out.stderr and "Traceback" not in out.stderr, out.stderr
@@ -130,6 +125,43 @@ c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execut
         holder.wait(timeout=60)
     out = cli(tmp_path, "run", db, "--busy-timeout", "-1")
     assert out.returncode == 1 and "busy_timeout must be milliseconds" in out.stderr, out.stderr
+
+
+def hold_write_lock(db, seconds):
+    """Another process holding `db`'s write lock for `seconds`, once it has it."""
+    holder = subprocess.Popen([PYTHON, "-c", f"""
+import sqlite3, time
+c = sqlite3.connect({db!r}, isolation_level=None)
+c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep({seconds}); c.execute("COMMIT")
+"""], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_busy_timeout_given_to_run_is_that_calls_wait(tmp_path):
+    """sqlite_dedup.run(conn, busy_timeout=0) on a database another
+    connection is writing fails at once (the connection's own 5 s would
+    have waited out the lock), changes nothing, and leaves the connection's
+    own timeout as it was; plan() likewise."""
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    import sqlite_dedup
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    conn = sqlite3.connect(db, isolation_level=None, timeout=5.0)
+    sqlite_dedup.load(conn)
+    holder = hold_write_lock(db, 3)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            sqlite_dedup.run(conn, busy_timeout=0)
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+        assert P.fingerprint(db) == before
+    finally:
+        holder.wait(timeout=60)
+    assert sqlite_dedup.run(conn, busy_timeout=1000)["rows_after"] == 245
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    conn.close()
 
 
 def test_every_setting_a_spark_run_takes_is_a_flag_of_spark_run(tmp_path):
