@@ -33,7 +33,7 @@ def register_commands(cli):
     @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
     @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
-    @click.option("--busy-timeout", type=int, help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
+    @click.option("--busy-timeout", type=click.IntRange(min=0), help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
@@ -44,7 +44,9 @@ def register_commands(cli):
         try:
             db = sqlite_utils.Database(path)  # (loads the extension: a missing library is an error here)
             if busy_timeout is not None:
-                sqlite_dedup._lend_busy_timeout(db.conn, busy_timeout)
+                # (dedup_restore takes no settings: lent 0, it would wait the
+                # busy_timeout setting's 5 s; 1 ms is the shortest wait.)
+                sqlite_dedup._lend_busy_timeout(db.conn, max(busy_timeout, 1) if restore else busy_timeout)
             if restore:
                 click.echo(sqlite_dedup.restore(db.conn))
                 return

@@ -201,6 +201,8 @@ def main(argv=None):
     restore = sub.add_parser("restore", help="undo the latest run")
     restore.add_argument("db")
     restore.add_argument("--all", action="store_true", help="undo every run, latest first")
+    restore.add_argument("--busy-timeout", type=int, metavar="MS",
+                         help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     explain = sub.add_parser("explain", help="why a page was removed, and the page it lost to")
     explain.add_argument("db")
     explain.add_argument("page", help="a removed rowid or URL")
@@ -245,6 +247,15 @@ def main(argv=None):
             else:
                 print(text)
         elif args.command == "restore":
+            if args.busy_timeout is not None and args.busy_timeout < 0:
+                print(f"sqlite-dedup: --busy-timeout must be milliseconds >= 0, got {args.busy_timeout}",
+                      file=sys.stderr)
+                return 1
+            if args.busy_timeout is not None:
+                # (dedup_restore takes no settings: a connection without a
+                # timeout of its own, 0, would wait the busy_timeout setting's
+                # 5 s. 1 ms is the shortest wait it can be lent.)
+                sqlite_dedup._lend_busy_timeout(conn, max(args.busy_timeout, 1))
             print(with_progress(conn, "SELECT dedup_restore()", (), draw=False))
             while args.all and conn.execute(
                     "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs'").fetchone()[0]:

@@ -60,6 +60,20 @@ def flags_expected():
             for key in settings_known() if key not in NOT_A_FLAG}
 
 
+def hold_write_lock(db, seconds):
+    """Another process holding `db`'s write lock for `seconds`, once it has
+    it (wait for it with .wait())."""
+    import subprocess
+    import sys
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import sqlite3, time
+c = sqlite3.connect({db!r}, isolation_level=None)
+c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep({seconds}); c.execute("COMMIT")
+"""], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def copy_corpus(tmp_path, name="parity-5k.db"):
     require_corpus()
     dst = os.path.join(str(tmp_path), name)

@@ -114,28 +114,23 @@ def test_every_setting_is_a_flag_of_run_and_plan(tmp_path):
     recorded = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
     assert (recorded["boilerplate"], recorded["boilerplate_min_pages"]) == ("strip", 3), recorded
     # --busy-timeout 0: no wait for a lock another connection holds (Python's
-    # own 5 s timeout would have waited out the 3 s this one is held).
-    holder = hold_write_lock(db, 3)
-    try:
-        before = P.fingerprint(db)
-        out = cli(tmp_path, "run", db, "--full", "--busy-timeout", "0")
-        assert out.returncode == 1 and "locked" in out.stderr and "Traceback" not in out.stderr, out.stderr
-        assert P.fingerprint(db) == before
-    finally:
-        holder.wait(timeout=60)
+    # own 5 s timeout would have waited out the 3 s this one is held), for a
+    # run and for restore.
+    for command in (["run", db, "--full"], ["restore", db]):
+        holder = P.hold_write_lock(db, 3)
+        try:
+            before = P.fingerprint(db)
+            out = cli(tmp_path, *command, "--busy-timeout", "0")
+            assert out.returncode == 1 and "locked" in out.stderr and "Traceback" not in out.stderr, out.stderr
+            assert P.fingerprint(db) == before
+        finally:
+            holder.wait(timeout=60)
     out = cli(tmp_path, "run", db, "--busy-timeout", "-1")
     assert out.returncode == 1 and "busy_timeout must be milliseconds" in out.stderr, out.stderr
-
-
-def hold_write_lock(db, seconds):
-    """Another process holding `db`'s write lock for `seconds`, once it has it."""
-    holder = subprocess.Popen([PYTHON, "-c", f"""
-import sqlite3, time
-c = sqlite3.connect({db!r}, isolation_level=None)
-c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep({seconds}); c.execute("COMMIT")
-"""], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
-    return holder
+    out = cli(tmp_path, "restore", db, "--busy-timeout", "-1")
+    assert out.returncode == 1 and "--busy-timeout must be milliseconds >= 0, got -1" in out.stderr, out.stderr
+    out = cli(tmp_path, "restore", db, "--busy-timeout", "1000")
+    assert out.returncode == 0 and out.stdout.startswith("restored run 1:"), (out.stdout, out.stderr)
 
 
 def test_a_busy_timeout_given_to_run_is_that_calls_wait(tmp_path):
@@ -151,7 +146,7 @@ def test_a_busy_timeout_given_to_run_is_that_calls_wait(tmp_path):
     before = P.fingerprint(db)
     conn = sqlite3.connect(db, isolation_level=None, timeout=5.0)
     sqlite_dedup.load(conn)
-    holder = hold_write_lock(db, 3)
+    holder = P.hold_write_lock(db, 3)
     try:
         with pytest.raises(sqlite3.OperationalError, match="database is locked"):
             sqlite_dedup.run(conn, busy_timeout=0)

@@ -313,6 +313,16 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
         {"discard_params": 0, "boilerplate": "strip", "boilerplate_min_pages": 3, "lsh_bands": 16, "lsh_rows": 8,
          "url_rules": 0.99}, recorded
     assert "strip_www" in recorded["url_options"], recorded
+    bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", other, "--busy-timeout", "-1"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "--busy-timeout" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    holder = P.hold_write_lock(other, 3)  # --restore --busy-timeout 0: no wait either
+    try:
+        bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", other, "--restore", "--busy-timeout", "0"],
+                             capture_output=True, text=True)
+        assert bad.returncode == 1 and "locked" in bad.stderr, bad.stderr
+    finally:
+        holder.wait(timeout=60)
     # So is a package whose library went missing.
     (library,) = glob.glob(os.path.join(os.path.dirname(bin_), "lib", "python*", "site-packages", "sqlite_dedup",
                                         "dedup0.so"))

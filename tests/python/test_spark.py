@@ -335,13 +335,8 @@ def test_a_shards_apply_waits_for_a_lock_as_long_as_busy_timeout_says(package, t
     shutil.copy(P.DEMO, db)
     _tasks.write_pending(0, db, "spark-test", [(7, 2, "same canonical URL", 1, None, None, None)])
     before = P.fingerprint(db)
-    holder = subprocess.Popen([sys.executable, "-c", f"""
-import sqlite3, time
-c = sqlite3.connect({db!r}, isolation_level=None)
-c.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(3); c.execute("COMMIT")
-"""], stdout=subprocess.PIPE, text=True)
+    holder = P.hold_write_lock(db, 3)
     try:
-        assert holder.stdout.readline().strip() == "held"
         with pytest.raises(_tasks.ShardError, match=r"^sqlite-dedup spark: shard 1 \(.*shard.db\): .*locked"):
             _tasks.apply_pending(0, db, "spark-test", json.dumps({"busy_timeout": 0}))
         assert P.fingerprint(db) == before
