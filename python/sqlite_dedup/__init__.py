@@ -56,10 +56,12 @@ def _quoted(name):
 def _lend_busy_timeout(conn, ms):
     """Makes `ms` the wait for another connection's lock: the connection's
     own busy timeout, which a run takes before its `busy_timeout` setting
-    (Python's own is 5 s; 0, no wait, leaves the setting to say so). A
-    negative `ms` is left to the setting's check to refuse."""
+    (Python's own is 5 s; 0, no wait, leaves the setting to say so). (A
+    negative `ms` is left to the setting's check to refuse.) Whether it lent."""
     if isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0:
         conn.execute(f"PRAGMA busy_timeout = {ms}")
+        return True
+    return False
 
 
 class _BusyTimeoutFor:
@@ -71,9 +73,9 @@ class _BusyTimeoutFor:
         self.conn, self.ms, self.before = conn, settings.get("busy_timeout"), None
 
     def __enter__(self):
-        if isinstance(self.ms, int) and not isinstance(self.ms, bool) and self.ms >= 0:
-            self.before = _one(self.conn, "PRAGMA busy_timeout")
-            _lend_busy_timeout(self.conn, self.ms)
+        before = _one(self.conn, "PRAGMA busy_timeout")
+        if _lend_busy_timeout(self.conn, self.ms):
+            self.before = before
 
     def __exit__(self, *exc):
         if self.before is not None:
