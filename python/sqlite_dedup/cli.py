@@ -306,7 +306,7 @@ def main(argv=None):
         return 130
     except Exception as e:  # sqlite3.Error, apsw.Error: the message says what is wrong
         message = str(e)
-        if "not found, got none in this database" in message:
+        if " not found, got " in message and " in this database (set the table name" in message:
             message += " (from this command: --table NAME)"
         print(f"sqlite-dedup: {message}", file=sys.stderr)
         return 1

@@ -389,6 +389,7 @@ def test_the_missing_table_hint_names_the_option(tmp_path):
     sqlite3.connect(db).execute("CREATE TABLE docs (url TEXT, content TEXT)")
     out = cli(tmp_path, "run", db)
     assert out.returncode == 1 and "--table NAME" in out.stderr, out.stderr
+    assert "table 'pages' not found, got table 'docs' in this database" in out.stderr, out.stderr
     assert cli(tmp_path, "run", db, "--table", "docs", "--near-mode", "lsh").returncode == 0
 
 

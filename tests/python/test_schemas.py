@@ -230,7 +230,7 @@ def test_without_rowid_is_refused_before_anything_runs(tmp_path):
      "table 'docs' not found in the main database, got one in the attached database 'crawl'"),
     ("CREATE TEMP TABLE scraped (url TEXT, content TEXT);", "scraped",
      "table 'scraped' not found in the main database, got a temporary one"),
-    ("", "crawl.pages", "table 'crawl.pages' not found, got none in this database"),
+    ("", "crawl.pages", "table 'crawl.pages' not found, got table 'kept' in this database"),
 ])
 def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup, table, said):
     """A run works on the main database only; a table the setting names in
@@ -245,6 +245,43 @@ def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup,
     if os.path.exists(other):
         assert [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM sqlite_schema")] \
             in (["pages"], ["docs"])
+
+
+@pytest.mark.parametrize("tables, said", [
+    ([], "got no table in this database"),
+    (["Pages_2024"], "got table 'Pages_2024' in this database"),
+    (["g", "f", "e", "d", "c", "b", "a"], "got tables 'a', 'b', 'c', 'd', 'e' and 2 more in this database"),
+    # (SQLite's own tables and this extension's, made by a run, URL
+    # learning and ANALYZE before the table was renamed, are never meant)
+    (["a run, then renamed to docs"], "got table 'docs' in this database"),
+])
+def test_a_table_not_found_is_refused_with_the_tables_there(tmp_path, tables, said):
+    """The error for a table the database does not hold names the tables it
+    does (up to five, then how many more), so that a misspelt name or the
+    wrong file shows at once; nothing changes."""
+    db = str(tmp_path / "c.db")
+    if tables == ["a run, then renamed to docs"]:
+        crawl.make(db)
+        made = P.connect(db)
+        made.execute("SELECT dedup_run()").fetchone()
+        made.execute("SELECT dedup_learn_url_rules()").fetchone()
+        made.execute("ANALYZE")
+        made.execute("ALTER TABLE pages RENAME TO docs")
+        made.commit()
+        names = {r[0] for r in made.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        assert {"sqlite_stat1", "dedup_runs", "dedup_url_rules", "dedup_index"} <= names, names
+        made.close()
+        tables = []
+    conn = sqlite3.connect(db)
+    for t in tables:
+        conn.execute(f'CREATE TABLE "{t}" (url TEXT, content TEXT)')
+    conn.commit()
+    conn.close()
+    before = fingerprint(db)
+    out = shell(db, "SELECT dedup_run();")
+    assert out.returncode == 1, out
+    assert "dedup: table 'pages' not found, " + said + " (set the table name with" in out.stderr, out.stderr
+    assert fingerprint(db) == before
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +299,7 @@ def after_a_run(tmp_path_factory):
     ("sqlite_schema", "table 'sqlite_schema' is one of SQLite's own"),
     ("sqlite_stat1", "table 'sqlite_stat1' is one of SQLite's own"),
     # (a name whose seventh byte is inside a character: not one of SQLite's)
-    ("sqlit\u20acx", "table 'sqlit\u20acx' not found, got none in this database"),
+    ("sqlit\u20acx", "table 'sqlit\u20acx' not found, got table 'pages' in this database"),
 ])
 def test_the_extensions_and_sqlites_own_tables_are_no_table_of_pages(tmp_path, after_a_run, table, said):
     """A `table` setting naming the archive, another table a run keeps, or

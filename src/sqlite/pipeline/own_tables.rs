@@ -201,17 +201,26 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
     }
 }
 
+/// Whether `name` is one of this extension's tables: the runs' ([`OWN`]),
+/// `dedup_settings`, the view `dedup_why`, or URL learning's
+/// (`dedup_url_*`).
+pub fn is_own(name: &str) -> bool {
+    OWN.iter()
+        .map(|(own, _)| *own)
+        .chain(["dedup_settings", "dedup_why"])
+        .any(|own| own.eq_ignore_ascii_case(name))
+        || name
+            .as_bytes()
+            .get(..10)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"dedup_url_"))
+}
+
 /// Refuses `table` as the table of pages when it is one of this
 /// extension's own: a run would archive its records into themselves.
 pub fn refuse_as_pages(table: &str) -> Result<(), DedupError> {
-    let own = OWN
-        .iter()
-        .map(|(name, _)| *name)
-        .chain(["dedup_settings", "dedup_why"])
-        .any(|name| name.eq_ignore_ascii_case(table));
-    if own {
+    if is_own(table) {
         return fail(format!(
-            "dedup: table '{table}' is one of this extension's own (it keeps the runs' settings, records or index), got no table of pages (set the table setting to the table that holds them)"
+            "dedup: table '{table}' is one of this extension's own (it keeps the runs' settings, records or index, or learned URL rules), got no table of pages (set the table setting to the table that holds them)"
         ));
     }
     Ok(())

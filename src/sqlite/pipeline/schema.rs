@@ -167,8 +167,9 @@ impl Source {
                         excerpt(&schema)
                     ),
                     None => format!(
-                        "dedup: table {} not found, got none in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
-                        excerpt(table)
+                        "dedup: table {} not found, got {} in this database (set the table name with INSERT OR REPLACE INTO dedup_settings VALUES ('table', 'name'))",
+                        excerpt(table),
+                        tables_there(db)?
                     ),
                 })
             }
@@ -385,6 +386,30 @@ pub(crate) fn archive_view_body(
         }
     };
     Ok(body)
+}
+
+/// The main database's tables a run could be pointed at (not SQLite's
+/// nor this extension's own), named for an error: "no table", "table
+/// 'pages'", "tables 'a', 'b', 'c', 'd', 'e' and 2 more".
+fn tables_there(db: &Connection) -> Result<String> {
+    const SHOWN: usize = 5;
+    let names: Vec<String> = db
+        .prepare(
+            "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+             ORDER BY name",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<Vec<String>>>()?
+        .into_iter()
+        .filter(|n| !super::own_tables::is_own(n))
+        .collect();
+    let shown: Vec<String> = names.iter().take(SHOWN).map(|n| excerpt(n)).collect();
+    Ok(match names.len() {
+        0 => "no table".to_string(),
+        1 => format!("table {}", shown[0]),
+        n if n <= SHOWN => format!("tables {}", shown.join(", ")),
+        n => format!("tables {} and {} more", shown.join(", "), n - SHOWN),
+    })
 }
 
 /// The schema other than `main` (`temp` or an attached database) that holds
