@@ -296,6 +296,8 @@ def after_a_run(tmp_path_factory):
     ("Dedup_Runs", "table 'Dedup_Runs' is one of this extension's own"),
     ("dedup_index", "table 'dedup_index' is one of this extension's own"),
     ("dedup_why", "table 'dedup_why' is one of this extension's own"),
+    ("dedup_url_rules", "table 'dedup_url_rules' is one of this extension's own"),
+    ("DEDUP_URL_SEEN", "table 'DEDUP_URL_SEEN' is one of this extension's own"),
     ("sqlite_schema", "table 'sqlite_schema' is one of SQLite's own"),
     ("sqlite_stat1", "table 'sqlite_stat1' is one of SQLite's own"),
     # (a name whose seventh byte is inside a character: not one of SQLite's)
