@@ -47,7 +47,7 @@ pub fn atomically<T>(
     }
     if lock == Lock::Write && read_only(db)? {
         return Err(DedupError::new(format!(
-            "{function}: the database is readonly on this connection (opened read-only, PRAGMA query_only, or a Datasette query), got no way to write; nothing was changed (run it where it can write: the sqlite3 shell, `sqlite-dedup run DB`, `sqlite-utils dedup DB`)"
+            "{function}: the database is readonly on this connection (opened read-only, a file or folder this user may not write, PRAGMA query_only, or a Datasette query), got no way to write; nothing was changed (run it where it can write: the sqlite3 shell, `sqlite-dedup run DB`, `sqlite-utils dedup DB`)"
         )));
     }
     let previous_timeout: i64 = db.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
