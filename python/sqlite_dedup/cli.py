@@ -10,6 +10,25 @@ import threading
 import sqlite_dedup
 
 
+def database_problem(path):
+    """Why `path` is no database file to open, named for the user (None
+    when it may be one): missing (sqlite3.connect would create an empty
+    database there), a folder, unreadable, or a file without SQLite's header
+    (an empty file is an empty database)."""
+    if os.path.isdir(path):
+        return f"{path!r} is a folder, not a database file"
+    if not os.path.isfile(path):
+        return f"no database file {path!r}"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as e:
+        return f"cannot read the database file {path!r}: {e.strerror or e}"
+    if head and head != b"SQLite format 3\x00":
+        return f"{path!r} is not a SQLite database (it does not begin with SQLite's header)"
+    return None
+
+
 def connect(path):
     """A connection with the extension loaded: the standard module if it can
     load extensions, else apsw if installed. Exits with the reason (status 1)
@@ -213,9 +232,9 @@ def main(argv=None):
     report.add_argument("-o", "--output", default="report.html", help="the file to write (default report.html)")
     sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
-    if not os.path.isfile(args.db):
-        # sqlite3.connect would create an empty database there.
-        print(f"sqlite-dedup: no database file {args.db!r}", file=sys.stderr)
+    problem = database_problem(args.db)
+    if problem:
+        print(f"sqlite-dedup: {problem}", file=sys.stderr)
         return 1
     conn = connect(args.db)
     try:

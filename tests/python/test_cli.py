@@ -209,6 +209,29 @@ def test_a_missing_file_is_an_error_not_a_new_database(tmp_path):
     assert out.returncode == 1 and "no database file" in out.stderr and not os.path.exists(db), out.stderr
 
 
+@pytest.mark.parametrize("command", [["run"], ["plan"], ["stats"], ["report"], ["restore"], ["explain", "-", "1"]])
+def test_a_folder_or_a_file_not_a_database_is_named_as_such(tmp_path, command):
+    """Every command that takes a database names the path and what is wrong
+    with it, on one line, and leaves the file as it was; an empty file is an
+    empty database (SQLite's own view), refused for its lack of a table."""
+    folder = tmp_path / "crawl.db"
+    folder.mkdir()
+    text = tmp_path / "notes.db"
+    text.write_text("not a database\n")
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    said = {str(folder): f"sqlite-dedup: {str(folder)!r} is a folder, not a database file",
+            str(text): f"sqlite-dedup: {str(text)!r} is not a SQLite database (it does not begin with SQLite's header)"}
+    for path, line in said.items():
+        args = [path if a == "-" else a for a in command] if "-" in command else command + [path]
+        out = cli(tmp_path, *args, cwd=str(tmp_path))
+        assert out.returncode == 1 and out.stderr.strip().splitlines() == [line], out.stderr
+    assert text.read_text() == "not a database\n" and not os.listdir(folder)
+    if command == ["run"]:
+        out = cli(tmp_path, "run", str(empty))
+        assert out.returncode == 1 and "table 'pages' not found, got no table in this database" in out.stderr, out
+
+
 def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path):
     """`sqlite-dedup plan` and Python's plan(): the counts a run then removes,
     per phase and per domain (counted here from the run's archive), with
