@@ -3,7 +3,7 @@ sqlite3 module or apsw) and run, restore or explain the dedup pipeline.
 
     import sqlite3, sqlite_dedup
     conn = sqlite3.connect("crawl.db")
-    sqlite_dedup.load(conn)
+    sqlite_dedup.load(conn)                          # (run, plan and restore load it when not)
     report = sqlite_dedup.run(conn, threshold=0.9)   # a dict
 """
 import json
@@ -82,6 +82,28 @@ class _BusyTimeoutFor:
             _lend_busy_timeout(self.conn, self.before)
 
 
+def _connection(conn, function):
+    """Refuses, with a TypeError naming what it got, anything but a
+    connection (a path is the likeliest mistake)."""
+    if isinstance(conn, (str, bytes, os.PathLike)) or not callable(getattr(conn, "execute", None)):
+        got = repr(conn)
+        got = got if len(got) <= 80 else got[:77] + "..."
+        raise TypeError(f"{function}: conn must be a sqlite3.Connection or an apsw.Connection, got "
+                        f"{type(conn).__name__} {got} (open the file first: conn = sqlite3.connect(path))")
+
+
+def _loaded(conn, function):
+    """A connection with the extension's functions: loaded here
+    ([`load`]) when it has not been (its errors say why it cannot be)."""
+    _connection(conn, function)
+    try:
+        _one(conn, "SELECT dedup_version()")
+    except Exception as e:  # sqlite3.OperationalError, apsw.SQLError
+        if "no such function" not in str(e):
+            raise
+        load(conn)
+
+
 def _one(conn, sql, params=()):
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
@@ -93,7 +115,9 @@ def run(conn, **settings):
     as a dict: run, rows_before, rows_after, removed per phase, skipped rows,
     seconds per phase. Raises the SQL error, with nothing changed, when the
     run fails. A `busy_timeout` given here is how long this call waits for
-    another connection's lock (the connection's own timeout is put back)."""
+    another connection's lock (the connection's own timeout is put back).
+    Loads the extension first when the connection has not (`load`)."""
+    _loaded(conn, "run")
     with _BusyTimeoutFor(conn, settings):
         _one(conn, "SELECT dedup_run(?)", (json.dumps(settings),))
     return json.loads(_one(conn, "SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1"))
@@ -105,7 +129,9 @@ def plan(conn, examples=3, **settings):
     applies it). A dict: report (the plan's report text), removed (rows per
     phase), domains (per phase, the domains losing most rows: [domain,
     rows]), examples (per phase, the first `examples` removals: rowid, url,
-    reason, survivor, survivor_url)."""
+    reason, survivor, survivor_url). Loads the extension first when the
+    connection has not (`load`)."""
+    _loaded(conn, "plan")
     if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
         raise TypeError(f"plan: examples must be an int >= 0, got {type(examples).__name__} {examples!r}")
     with _BusyTimeoutFor(conn, settings):
@@ -130,7 +156,9 @@ def plan(conn, examples=3, **settings):
 
 
 def restore(conn):
-    """Undoes the latest run; returns what was done, in words."""
+    """Undoes the latest run; returns what was done, in words. Loads the
+    extension first when the connection has not (`load`)."""
+    _loaded(conn, "restore")
     return _one(conn, "SELECT dedup_restore()")
 
 
@@ -142,6 +170,7 @@ def explain(conn, page):
     the threshold, final_note says so and the ratio is measured now), as a
     dict; None when no run removed it (or no run was ever applied). A page
     given as anything else (None, a float, bytes) is a TypeError, not None."""
+    _connection(conn, "explain")
     if isinstance(page, bool) or not isinstance(page, (int, str)):
         raise TypeError(f"explain: page must be a rowid (int) or a URL (str), got {type(page).__name__} {page!r}")
     if not _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_why' AND type = 'view'"):
@@ -192,6 +221,7 @@ def kept_apart(conn, rowid):
     own only in a query parameter (a sentence naming the parameter and the
     domain), from the latest run that kept it apart; None otherwise. A
     rowid that is not an int is a TypeError."""
+    _connection(conn, "kept_apart")
     if isinstance(rowid, bool) or not isinstance(rowid, int):
         raise TypeError(f"kept_apart: rowid must be an int, got {type(rowid).__name__} {rowid!r}")
     exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'")
@@ -205,6 +235,7 @@ def kept_apart(conn, rowid):
 
 def stats(conn):
     """The runs recorded in the database: a list of their reports."""
+    _connection(conn, "stats")
     exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs' AND type = 'table'")
     if not exists:
         return []

@@ -317,6 +317,39 @@ def test_explain_before_any_run_says_so(tmp_path):
     assert P.fingerprint(db) == before
 
 
+def test_the_python_api_takes_a_connection_and_loads_the_extension_itself(tmp_path):
+    """run, plan and restore load the extension into a connection that has
+    not (they failed with "no such function: dedup_run"); each function
+    given a path, None or another object instead of a connection raises a
+    TypeError naming what it got (it was an AttributeError about execute)."""
+    import pathlib
+    import sys as _sys
+    _sys.path.insert(0, package(tmp_path))
+    import sqlite_dedup
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    before = P.fingerprint(db)
+    calls = [(sqlite_dedup.run, ()), (sqlite_dedup.plan, ()), (sqlite_dedup.restore, ()),
+             (sqlite_dedup.explain, (5,)), (sqlite_dedup.kept_apart, (5,)), (sqlite_dedup.stats, ())]
+    for function, args in calls:
+        for bad in (db, pathlib.Path(db), None, 42):
+            with pytest.raises(TypeError, match=rf"^{function.__name__}: conn must be a sqlite3.Connection or "
+                                                rf"an apsw.Connection, got {type(bad).__name__} "):
+                function(bad, *args)
+    assert P.fingerprint(db) == before
+    # (The demo's figures from its README: 600 rows, 245 left.)
+    conn = sqlite3.connect(db, isolation_level=None)
+    planned = sqlite_dedup.plan(conn)
+    assert sum(planned["removed"].values()) == 600 - 245, planned["removed"]
+    report = sqlite_dedup.run(conn)
+    assert (report["rows_before"], report["rows_after"]) == (600, 245), report
+    conn.close()
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert sqlite_dedup.restore(conn).startswith('restored run 1: 355 row(s) back in "pages"')
+    conn.close()
+    assert P.fingerprint(db) == before
+
+
 def test_explain_looks_for_a_kept_page_in_the_table_the_runs_use(tmp_path):
     """With the table and its URL column renamed (`table`, `columns` in
     dedup_settings), explain finds a kept page by rowid or URL in that table,
