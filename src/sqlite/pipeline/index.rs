@@ -123,7 +123,7 @@ pub fn write(
         (placed, String::new())
     };
     // (Keyed by rid: the order's rows take their lengths from it.)
-    let create_new = super::own_tables::OWN
+    let create_new = super::own_schema::OWN
         .iter()
         .find(|(name, _)| *name == "dedup_index")
         .map(|(_, create)| {

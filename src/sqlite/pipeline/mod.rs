@@ -14,6 +14,7 @@ pub mod index_state;
 pub mod json;
 pub mod lsh_input;
 pub mod near_input;
+pub mod own_schema;
 pub mod own_tables;
 pub mod plan;
 pub mod progress;

@@ -288,7 +288,7 @@ fn drop_when_no_run_is_left(db: &Connection) -> Result<bool, DedupError> {
     if left > 0 {
         return Ok(false);
     }
-    for (table, _) in own_tables::OWN {
+    for (table, _) in super::own_schema::OWN {
         if schema::object_type(db, table)?.as_deref() != Some("table") {
             continue;
         }

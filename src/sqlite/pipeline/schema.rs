@@ -401,7 +401,7 @@ fn tables_there(db: &Connection) -> Result<String> {
         .query_map([], |r| r.get(0))?
         .collect::<Result<Vec<String>>>()?
         .into_iter()
-        .filter(|n| !super::own_tables::is_own(n))
+        .filter(|n| !super::own_schema::is_own(n))
         .collect();
     let shown: Vec<String> = names.iter().take(SHOWN).map(|n| excerpt(n)).collect();
     Ok(match names.len() {
