@@ -457,17 +457,38 @@ fn checked<T>(
     pairs: &[(String, Value)],
     key: &str,
     rule: &str,
-    check: impl FnOnce(&Value) -> Option<T>,
+    check: impl Fn(&Value) -> Option<T>,
 ) -> std::result::Result<Option<T>, DedupError> {
     let Some((_, value)) = pairs.iter().rev().find(|(k, _)| k == key) else {
         return Ok(None);
     };
     match check(value) {
         Some(v) => Ok(Some(v)),
-        None => fail(format!(
-            "dedup: {key} {rule}, got {}",
-            describe_value(value)
-        )),
+        None => {
+            // (A number written as text, which the number itself would
+            // pass: say so, since the quotes are the whole mistake.)
+            let as_number = match value {
+                Value::Text(t) => {
+                    let t = t.trim();
+                    t.parse::<i64>()
+                        .map(Value::Integer)
+                        .or_else(|_| t.parse::<f64>().map(Value::Real))
+                        .ok()
+                }
+                _ => None,
+            };
+            let hint = match as_number {
+                Some(n) if check(&n).is_some() => format!(
+                    " (a number written as text: give it without quotes, {})",
+                    describe_value(&n)
+                ),
+                _ => String::new(),
+            };
+            fail(format!(
+                "dedup: {key} {rule}, got {}{hint}",
+                describe_value(value)
+            ))
+        }
     }
 }
 
@@ -635,11 +656,34 @@ mod tests {
     }
 
     #[test]
+    fn a_number_written_as_text_is_named_so_only_where_the_number_would_do() {
+        let text = |t: &str| Value::Text(t.into());
+        assert_eq!(
+            err(&[("threshold", text("0.9"))]),
+            "dedup: threshold must be in [0.0, 1.0], got '0.9' (a number written as text: give it without quotes, 0.9)"
+        );
+        // (The number would fail too, or the setting is not a number.)
+        assert_eq!(
+            err(&[("threshold", text("1.5"))]),
+            "dedup: threshold must be in [0.0, 1.0], got '1.5'"
+        );
+        assert_eq!(
+            err(&[("distance", text("2.5"))]),
+            "dedup: distance must be an integer >= 1 (rows compared: distance - 1), got '2.5'"
+        );
+        assert_eq!(
+            err(&[("near_mode", text("1"))]),
+            "dedup: near_mode must be 'window' or 'lsh', got '1'"
+        );
+    }
+
+    #[test]
     fn each_setting_refuses_a_bad_value_with_its_rule() {
         let text = |t: &str| Value::Text(t.into());
         let cases = [
             ("threshold", Value::Integer(2), "must be in [0.0, 1.0], got 2"),
-            ("threshold", text("0.8"), "must be in [0.0, 1.0], got '0.8'"),
+            ("threshold", text("0.8"), "must be in [0.0, 1.0], got '0.8' (a number written as text: give it without quotes, 0.8)"),
+            ("distance", text(" 20"), "must be an integer >= 1 (rows compared: distance - 1), got ' 20' (a number written as text: give it without quotes, 20)"),
             ("distance", Value::Integer(0), "must be an integer >= 1 (rows compared: distance - 1), got 0"),
             ("discard_params", Value::Null, "must be 0 or 1, got NULL"),
             ("discard_params", Value::Integer(2), "must be 0 or 1, got 2"),
