@@ -13,8 +13,20 @@ function getLoadablePath() {
   return file;
 }
 
-/** Loads the extension into a better-sqlite3 Database. */
+/** Loads the extension into a better-sqlite3 Database (a TypeError names
+ * anything else given, such as the database file's path). */
 function load(db) {
+  if (db === null || typeof db !== "object" || typeof db.loadExtension !== "function") {
+    const got =
+      typeof db === "string" ? `the string ${JSON.stringify(db)}`
+      : db === null || db === undefined ? String(db)
+      : typeof db === "object" ? "an object without loadExtension"
+      : `the ${typeof db} ${String(db)}`;
+    throw new TypeError(
+      `sqlite-dedup: load(db) takes a better-sqlite3 Database (anything with loadExtension(path)), got ${got}` +
+        ` (open the file first: new Database(path))`
+    );
+  }
   db.loadExtension(getLoadablePath());
 }
 

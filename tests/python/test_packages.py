@@ -238,13 +238,18 @@ const big = db.prepare("SELECT simhash('a b c') AS h").safeIntegers().get().h;
 const other = new Database(":memory:");
 require("sqlite-dedup").load(other);
 const ratio = other.prepare("SELECT lev_ratio(?, ?)").pluck().get("kitten", "sitting");
-console.log(JSON.stringify({{report, simhash: big.toString(), ratio}}));
+// (A path where the database goes: a TypeError naming it.)
+let refused = null;
+try {{ require("sqlite-dedup").load("demo.db"); }} catch (e) {{ refused = e.name + ": " + e.message; }}
+console.log(JSON.stringify({{report, simhash: big.toString(), ratio, refused}}));
 """
     out = subprocess.run(["node", "-e", script], cwd=project, capture_output=True, text=True, check=True,
                          env=dict(os.environ, NODE_PATH=node_modules))
     got = json.loads(out.stdout)
     assert got["report"].startswith("run 1: 600 rows -> 245 rows")
     assert got["ratio"] == 0.6153846153846154  # python-Levenshtein's ratio('kitten', 'sitting')
+    assert got["refused"] == ('TypeError: sqlite-dedup: load(db) takes a better-sqlite3 Database (anything with '
+                              'loadExtension(path)), got the string "demo.db" (open the file first: new Database(path))')
     import sqlite3
     conn = sqlite3.connect(":memory:")
     conn.enable_load_extension(True)
