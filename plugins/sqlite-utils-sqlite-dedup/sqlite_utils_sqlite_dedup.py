@@ -41,6 +41,10 @@ def register_commands(cli):
               boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, full,
               dry_run, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
+        from sqlite_dedup.cli import database_problem
+        problem = database_problem(path)  # (a file that is not a database: named, with its path)
+        if problem:
+            raise click.ClickException(problem)
         try:
             db = sqlite_utils.Database(path)  # (loads the extension: a missing library is an error here)
             if busy_timeout is not None:

@@ -301,6 +301,11 @@ def test_the_sqlite_utils_plugin(tmp_path, dist):
                           (["--table", "nosuch"], "not found")]:
         bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", db, *args], capture_output=True, text=True)
         assert bad.returncode == 1 and message in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a database\n")
+    bad = subprocess.run([f"{bin_}/sqlite-utils", "dedup", str(notes)], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.strip() == \
+        f"Error: {str(notes)!r} is not a SQLite database (it does not begin with SQLite's header)", bad.stderr
     # Every setting is a flag (the extension's own list), and the flags
     # reach the run.
     help_ = subprocess.run([f"{bin_}/sqlite-utils", "dedup", "--help"], capture_output=True, text=True, check=True)
