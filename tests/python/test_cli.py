@@ -232,6 +232,23 @@ def test_a_folder_or_a_file_not_a_database_is_named_as_such(tmp_path, command):
         assert out.returncode == 1 and "table 'pages' not found, got no table in this database" in out.stderr, out
 
 
+def test_a_spark_run_names_a_shard_that_is_no_database_before_spark_starts(tmp_path):
+    """`sqlite-dedup spark run` checks every shard as the other commands
+    check their file, and stops before starting Spark, changing nothing."""
+    good = str(tmp_path / "a.db")
+    shutil.copy(P.DEMO, good)
+    before = P.fingerprint(good)
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a database\n")
+    for shard, said in [(str(notes), f"{str(notes)!r} is not a SQLite database (it does not begin with SQLite's header)"),
+                        (str(tmp_path / "gone.db"), f"no database file {str(tmp_path / 'gone.db')!r}"),
+                        (str(tmp_path), f"{str(tmp_path)!r} is a folder, not a database file")]:
+        out = cli(tmp_path, "spark", "run", good, shard)
+        assert out.returncode == 1 and out.stderr.strip().splitlines() == \
+            [f"sqlite-dedup spark: {said}; nothing was changed"], out.stderr
+    assert P.fingerprint(good) == before and not os.path.exists(tmp_path / "gone.db")
+
+
 def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path):
     """`sqlite-dedup plan` and Python's plan(): the counts a run then removes,
     per phase and per domain (counted here from the run's archive), with

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from sqlite_dedup.cli import add_near_mode_options
+from sqlite_dedup.cli import add_near_mode_options, database_problem
 
 
 def parser():
@@ -50,9 +50,9 @@ def main(argv=None):
     """`sqlite-dedup spark`: parses `argv`, runs the job on the shards named
     and returns its exit code."""
     args = parser().parse_args(argv)
-    missing = [s for s in args.shards if not os.path.isfile(s)]
-    if missing:
-        print(f"sqlite-dedup spark: no database file {missing[0]!r}; nothing was changed", file=sys.stderr)
+    problems = [p for p in map(database_problem, args.shards) if p]
+    if problems:
+        print(f"sqlite-dedup spark: {problems[0]}; nothing was changed", file=sys.stderr)
         return 1
     settings = settings_of(args)
     try:
