@@ -657,24 +657,20 @@ mod tests {
 
     #[test]
     fn a_number_written_as_text_is_named_so_only_where_the_number_would_do() {
-        let text = |t: &str| Value::Text(t.into());
-        assert_eq!(
-            err(&[("threshold", text("0.9"))]),
-            "dedup: threshold must be in [0.0, 1.0], got '0.9' (a number written as text: give it without quotes, 0.9)"
-        );
-        // (The number would fail too, or the setting is not a number.)
-        assert_eq!(
-            err(&[("threshold", text("1.5"))]),
-            "dedup: threshold must be in [0.0, 1.0], got '1.5'"
-        );
-        assert_eq!(
-            err(&[("distance", text("2.5"))]),
-            "dedup: distance must be an integer >= 1 (rows compared: distance - 1), got '2.5'"
-        );
-        assert_eq!(
-            err(&[("near_mode", text("1"))]),
-            "dedup: near_mode must be 'window' or 'lsh', got '1'"
-        );
+        // (In the last three the number would fail too, or the setting is
+        // not a number: no hint.)
+        let cases = [
+            ("threshold", "0.9", "must be in [0.0, 1.0], got '0.9' (a number written as text: give it without quotes, 0.9)"),
+            ("threshold", "1.5", "must be in [0.0, 1.0], got '1.5'"),
+            ("distance", "2.5", "must be an integer >= 1 (rows compared: distance - 1), got '2.5'"),
+            ("near_mode", "1", "must be 'window' or 'lsh', got '1'"),
+        ];
+        for (key, value, said) in cases {
+            assert_eq!(
+                err(&[(key, Value::Text(value.into()))]),
+                format!("dedup: {key} {said}")
+            );
+        }
     }
 
     #[test]
