@@ -309,8 +309,15 @@ def main(argv=None):
                       + (f" ({why['final_note']})" if why["final_note"] else ""))
         elif args.command == "report":
             from sqlite_dedup.review import review_html
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(review_html(conn, title=f"sqlite-dedup review: {os.path.basename(args.db)}"))
+            # (The page made first: a failure leaves no file half written.)
+            page = review_html(conn, title=f"sqlite-dedup review: {os.path.basename(args.db)}")
+            try:
+                with open(args.output, "w", encoding="utf-8") as f:
+                    f.write(page)
+            except OSError as e:
+                print(f"sqlite-dedup: cannot write the report to {args.output!r}: {e.strerror or e}",
+                      file=sys.stderr)
+                return 1
             print(f"wrote {args.output}")
         elif args.command == "stats":
             runs = sqlite_dedup.stats(conn)

@@ -96,6 +96,19 @@ def test_the_review_page_without_runs_says_what_to_do(tmp_path):
     assert "No run is recorded in this database" in open(tmp_path / "r.html").read()
 
 
+def test_a_report_that_cannot_be_written_is_named_so(tmp_path):
+    """An output path in a folder that does not exist, or that is a folder:
+    one line naming it and why, status 1, no traceback."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    for output, why in [(str(tmp_path / "no" / "r.html"), "No such file or directory"),
+                        (str(tmp_path), "Is a directory")]:
+        out = cli(tmp_path, "report", db, "-o", output)
+        assert out.returncode == 1 and out.stderr.strip().splitlines() == \
+            [f"sqlite-dedup: cannot write the report to {output!r}: {why}"], out.stderr
+    assert not os.path.exists(tmp_path / "no")
+
+
 def test_the_filters_in_the_address_apply_on_load(report):
     """#phase=4 in the address: the page opens filtered (a link to share)."""
     _, page = report
