@@ -223,6 +223,32 @@ def test_without_rowid_is_refused_before_anything_runs(tmp_path):
     assert fingerprint(db) == before
 
 
+@pytest.mark.parametrize("create, module", [
+    ("CREATE VIRTUAL TABLE pages USING fts5(url, parsed)", "fts5"),
+    ("create  virtual\ttable \"pages\" using FTS4 (url, parsed)", "FTS4"),
+    ("CREATE VIRTUAL TABLE pages USING rtree(id, a, b)", "rtree"),
+])
+def test_a_virtual_table_is_refused_as_such_before_anything_runs(tmp_path, create, module):
+    """A full-text or other virtual table is named as one, with its module
+    and what to do (was SQLite's "cannot create triggers on virtual
+    tables"), by run and plan alike; the file is unchanged."""
+    db = str(tmp_path / "v.db")
+    conn = sqlite3.connect(db)
+    conn.execute(create)
+    if module != "rtree":
+        conn.execute("INSERT INTO pages VALUES ('https://a.example/1', 'x y'), ('https://a.example/1', 'x y')")
+    conn.commit()
+    conn.close()
+    before = fingerprint(db)
+    for statement in ("SELECT dedup_run();", "SELECT dedup_plan();"):
+        out = shell(db, statement)
+        assert out.returncode == 1, out
+        assert (f"dedup: 'pages' must be an ordinary table, got a virtual table (USING {module}) "
+                "(a run deletes rows and keeps them in dedup_removed: copy the rows into a table, "
+                'e.g. CREATE TABLE pages_copy AS SELECT * FROM "pages", and run on that)') in out.stderr, out
+        assert fingerprint(db) == before
+
+
 @pytest.mark.parametrize("setup, table, said", [
     ("ATTACH '{other}' AS crawl; CREATE TABLE crawl.pages (url TEXT, content TEXT);", "crawl.pages",
      "table 'crawl.pages' not found in the main database, got one in the attached database 'crawl'"),

@@ -147,11 +147,11 @@ impl Source {
                 excerpt(table)
             ));
         }
-        let stored: Option<(String, String)> = db
+        let stored: Option<(String, String, Option<String>)> = db
             .query_row(
-                "SELECT name, type FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
+                "SELECT name, type, sql FROM main.sqlite_schema WHERE lower(name) = lower(?1) ORDER BY type = 'table' DESC LIMIT 1",
                 [table],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
         let name = match stored {
@@ -173,19 +173,28 @@ impl Source {
                     ),
                 })
             }
-            Some((name, kind)) if kind == "view" => {
+            Some((name, kind, _)) if kind == "view" => {
                 return fail(format!(
                     "dedup: {} must be a table, got a view (a run deletes rows: set the table setting to the table the view reads, and name its columns with the columns setting, e.g. {{\"columns\": {{\"url\": \"link\"}}}})",
                     excerpt(&name)
                 ))
             }
-            Some((name, kind)) if kind != "table" => {
+            Some((name, kind, _)) if kind != "table" => {
                 return fail(format!(
                     "dedup: {} must be a table, got a {kind}",
                     excerpt(&name)
                 ))
             }
-            Some((name, _)) => name,
+            Some((name, _, sql)) => match sql.as_deref().and_then(virtual_module) {
+                Some(module) => {
+                    return fail(format!(
+                        "dedup: {} must be an ordinary table, got a virtual table (USING {module}) (a run deletes rows and keeps them in dedup_removed: copy the rows into a table, e.g. CREATE TABLE pages_copy AS SELECT * FROM {}, and run on that)",
+                        excerpt(&name),
+                        quote_ident(&name)
+                    ))
+                }
+                None => name,
+            },
         };
         let columns = columns(db, &name)?;
         if columns.is_empty() {
@@ -386,6 +395,31 @@ pub(crate) fn archive_view_body(
         }
     };
     Ok(body)
+}
+
+/// The module of a virtual table, from its `CREATE VIRTUAL TABLE ... USING
+/// module(...)` statement (`"?"` when the statement does not say it
+/// plainly); `None` for any other statement.
+fn virtual_module(sql: &str) -> Option<String> {
+    let words: Vec<&str> = sql.split_whitespace().take(3).collect();
+    let virtual_table = words.len() == 3
+        && words[0].eq_ignore_ascii_case("create")
+        && words[1].eq_ignore_ascii_case("virtual")
+        && words[2].eq_ignore_ascii_case("table");
+    if !virtual_table {
+        return None;
+    }
+    let upper = sql.to_ascii_uppercase();
+    let module = upper
+        .match_indices("USING")
+        .map(|(at, _)| sql[at + 5..].trim_start())
+        .find_map(|rest| {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| rest[..end].to_string())
+        });
+    Some(module.unwrap_or_else(|| "?".to_string()))
 }
 
 /// The main database's tables a run could be pointed at (not SQLite's
