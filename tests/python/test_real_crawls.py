@@ -159,6 +159,11 @@ def test_columns_of_other_names_are_mapped_and_restored(tmp_path):
 @pytest.mark.parametrize("columns,message", [
     ({"url": "nosuch"}, "columns maps 'url' to 'nosuch', got no such column"),
     ({"link": "url"}, "columns must be a JSON object from the pipeline's names"),
+    ({"parsed": "url"}, "columns reads parsed from 'url', the column the URLs are read from, got no column "
+                        "of its own for it (the pages would be compared by their URLs"),
+    ({"url": "url", "content": "URL"}, "columns reads content from 'url', the column the URLs are read from"),
+    ({"url": "content"}, "columns reads content from 'content', the column the URLs are read from"),
+    ({"content_hash": "url"}, "columns reads content_hash from 'url', the column the URLs are read from"),
     ("url=link", "columns must be a JSON object from the pipeline's names"),
 ])
 def test_a_bad_columns_setting_is_refused(tmp_path, columns, message):

@@ -234,6 +234,25 @@ impl Source {
                 missing.join(", ")
             ));
         }
+        // (A text read from the URLs' column: every page would be compared
+        // by its URL, and near URLs removed as near duplicates.)
+        let resolved = |c: &str| -> Option<String> {
+            match renamed.iter().find(|(p, _)| p.eq_ignore_ascii_case(c)) {
+                Some((_, real)) => Some(real.clone()),
+                None => has(c).then(|| c.to_string()),
+            }
+        };
+        if let Some(url) = resolved("url") {
+            let clash = ["content", "parsed", "content_hash"]
+                .into_iter()
+                .find(|c| resolved(c).is_some_and(|r| r.eq_ignore_ascii_case(&url)));
+            if let Some(text) = clash {
+                return fail(format!(
+                    "dedup: columns reads {text} from {}, the column the URLs are read from, got no column of its own for it (the pages would be compared by their URLs: map {text} to the column that holds it, or leave it out)",
+                    excerpt(&url)
+                ));
+            }
+        }
         if let Some(c) = columns
             .iter()
             .find(|c| ARCHIVE_META.iter().any(|m| c.name.eq_ignore_ascii_case(m)))
