@@ -280,6 +280,10 @@ def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup,
     # (SQLite's own tables and this extension's, made by a run, URL
     # learning and ANALYZE before the table was renamed, are never meant)
     (["a run, then renamed to docs"], "got table 'docs' in this database"),
+    # (a full-text index of the table, as sqlite-utils enable-fts makes it:
+    # its virtual table is named, its five shadow tables are not)
+    (["docs", "CREATE VIRTUAL TABLE docs_fts USING fts5(url, content, content='docs')"],
+     "got tables 'docs', 'docs_fts' in this database"),
 ])
 def test_a_table_not_found_is_refused_with_the_tables_there(tmp_path, tables, said):
     """The error for a table the database does not hold names the tables it
@@ -300,7 +304,7 @@ def test_a_table_not_found_is_refused_with_the_tables_there(tmp_path, tables, sa
         tables = []
     conn = sqlite3.connect(db)
     for t in tables:
-        conn.execute(f'CREATE TABLE "{t}" (url TEXT, content TEXT)')
+        conn.execute(t if t.startswith("CREATE") else f'CREATE TABLE "{t}" (url TEXT, content TEXT)')
     conn.commit()
     conn.close()
     before = fingerprint(db)

@@ -441,20 +441,34 @@ fn virtual_module(sql: &str) -> Option<String> {
     Some(module.unwrap_or_else(|| "?".to_string()))
 }
 
-/// The main database's tables a run could be pointed at (not SQLite's
-/// nor this extension's own), named for an error: "no table", "table
-/// 'pages'", "tables 'a', 'b', 'c', 'd', 'e' and 2 more".
+/// The main database's tables a run could be pointed at (not SQLite's,
+/// this extension's own, nor the shadow tables that hold a virtual table's
+/// data, such as an FTS5 table's `pages_fts_data`), named for an error: "no
+/// table", "table 'pages'", "tables 'a', 'b', 'c', 'd', 'e' and 2 more".
 fn tables_there(db: &Connection) -> Result<String> {
     const SHOWN: usize = 5;
-    let names: Vec<String> = db
+    let tables: Vec<(String, Option<String>)> = db
         .prepare(
-            "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+            "SELECT name, sql FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
              ORDER BY name",
         )?
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<Vec<String>>>()?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_>>()?;
+    let shadow_prefixes: Vec<String> = tables
+        .iter()
+        .filter(|(_, sql)| sql.as_deref().and_then(virtual_module).is_some())
+        .map(|(name, _)| format!("{}_", name.to_lowercase()))
+        .collect();
+    let names: Vec<String> = tables
         .into_iter()
+        .map(|(name, _)| name)
         .filter(|n| !super::own_schema::is_own(n))
+        .filter(|n| {
+            let lower = n.to_lowercase();
+            !shadow_prefixes
+                .iter()
+                .any(|p| lower.starts_with(p.as_str()))
+        })
         .collect();
     let shown: Vec<String> = names.iter().take(SHOWN).map(|n| excerpt(n)).collect();
     Ok(match names.len() {
