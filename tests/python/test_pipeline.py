@@ -296,7 +296,8 @@ def test_a_run_leaves_the_connections_own_limits_as_it_found_them(tmp_path):
     ("INSERT INTO dedup_settings VALUES ('threshold', 1.5)", "dedup: threshold must be in [0.0, 1.0], got 1.5"),
     ("INSERT INTO dedup_settings VALUES ('distance', -1)", "dedup: distance must be an integer >= 1"),
     ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup: n_min must be a non-negative integer, got 'x'"),
-    ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)", "dedup: unknown setting in dedup_settings, got 'treshold'"),
+    ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)",
+     "dedup: unknown setting in dedup_settings, got 'treshold' (did you mean threshold?) (known: threshold, distance,"),
     ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "dedup: url_options: unknown option 'bogus'"),
     ("INSERT INTO dedup_settings VALUES ('near_mode', 'LSH')", "dedup: near_mode must be 'window' or 'lsh', got 'LSH'"),
     ("INSERT INTO dedup_settings VALUES ('lsh_bands', 0)",
@@ -320,6 +321,24 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message
                          capture_output=True, text=True)
     assert message in out.stderr
     assert out.stdout == ""
+    assert fingerprint(db) == before
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("""SELECT dedup_run('{"Threshold": 0.8}');""",
+     "dedup_run: unknown setting in the settings argument, got 'Threshold' (did you mean threshold?) (known: "),
+    ("""SELECT dedup_plan('{"n_min": 2, "nearmode": "lsh", "speed": 9}');""",
+     "dedup_plan: unknown setting in the settings argument, got 'nearmode' (did you mean near_mode?), 'speed' "
+     "(known: "),
+])
+def test_an_unknown_setting_is_named_where_it_was_given(tmp_path, statement, message):
+    """A key no setting has is refused naming where it came from (here the
+    argument, not dedup_settings, which the database does not hold) and
+    the setting it is likely a slip for; nothing changes."""
+    db = P.copy_corpus(tmp_path)
+    before = fingerprint(db)
+    out = subprocess.run(["sqlite3", db, f".load {P.EXTENSION}", statement], capture_output=True, text=True)
+    assert out.returncode == 1 and message in out.stderr, out
     assert fingerprint(db) == before
 
 

@@ -234,6 +234,11 @@ pub fn read(
                 }
             }
         }
+        if let Some(unknown) = unknown_keys(&pairs) {
+            return fail(format!(
+                "dedup: unknown setting in dedup_settings, got {unknown}"
+            ));
+        }
     }
     if let Some(json) = overrides {
         // (json_type raises "malformed JSON" on text that is not JSON,
@@ -287,24 +292,57 @@ pub fn read(
             }
             given.push((key, value));
         }
+        if let Some(unknown) = unknown_keys(&given) {
+            return fail(format!(
+                "{function}: unknown setting in the settings argument, got {unknown}"
+            ));
+        }
         pairs.extend(given);
     }
     parse(&pairs)
 }
 
-/// Checks `(key, value)` pairs, later pairs overriding earlier ones.
-pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
+/// The keys of `pairs` that name no setting, for an error: each quoted,
+/// with the setting it is likely a slip for (`'treshold' (did you mean
+/// threshold?)`), then the known keys; `None` when every key is known.
+fn unknown_keys(pairs: &[(String, Value)]) -> Option<String> {
     let unknown: Vec<String> = pairs
         .iter()
         .filter(|(k, _)| !KEYS.contains(&k.as_str()))
-        .map(|(k, _)| format!("'{}'", k.replace('\'', "''")))
+        .map(|(k, _)| {
+            let quoted = format!("'{}'", k.replace('\'', "''"));
+            match likely_key(k) {
+                Some(known) => format!("{quoted} (did you mean {known}?)"),
+                None => quoted,
+            }
+        })
         .collect();
-    if !unknown.is_empty() {
-        return fail(format!(
-            "dedup: unknown setting in dedup_settings, got {} (known: {})",
-            truncate(&unknown.join(","), 200),
+    (!unknown.is_empty()).then(|| {
+        format!(
+            "{} (known: {})",
+            truncate(&unknown.join(", "), 300),
             KEYS.join(", ")
-        ));
+        )
+    })
+}
+
+/// The setting `key` is most likely a slip for: the same but for case, or
+/// within two insertions or deletions of it (a letter left out, doubled,
+/// swapped), the nearest first.
+fn likely_key(key: &str) -> Option<&'static str> {
+    use crate::core::similarity::{indel_distance, CodePoints};
+    let lower = key.to_lowercase();
+    let lower = CodePoints::new(&lower);
+    KEYS.iter()
+        .filter_map(|known| indel_distance(&lower, &CodePoints::new(known), 2).map(|d| (d, *known)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, known)| known)
+}
+
+/// Checks `(key, value)` pairs, later pairs overriding earlier ones.
+pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
+    if let Some(unknown) = unknown_keys(pairs) {
+        return fail(format!("dedup: unknown setting, got {unknown}"));
     }
     let get = |key: &str| {
         pairs
@@ -734,13 +772,32 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_key_is_matched_to_the_setting_it_is_a_slip_for() {
+        for (key, want) in [
+            ("treshold", Some("threshold")),  // a letter left out
+            ("Threshold", Some("threshold")), // case
+            ("N_MIN", Some("n_min")),
+            ("thresohld", Some("threshold")), // two letters swapped
+            ("distancee", Some("distance")),  // a letter doubled
+            ("nearmode", Some("near_mode")),
+            ("tabel", Some("table")),
+            ("bands", None), // lsh_bands is four away
+            ("speed", None),
+            ("", None),
+        ] {
+            assert_eq!(likely_key(key), want, "{key:?}");
+        }
+    }
+
+    #[test]
     fn every_bad_value_is_named() {
         assert_eq!(
             err(&[("threshold", Value::Real(1.5))]),
             "dedup: threshold must be in [0.0, 1.0], got 1.5"
         );
-        assert!(err(&[("treshold", Value::Real(0.8))])
-            .starts_with("dedup: unknown setting in dedup_settings, got 'treshold'"));
+        assert!(err(&[("treshold", Value::Real(0.8))]).starts_with(
+            "dedup: unknown setting, got 'treshold' (did you mean threshold?) (known: threshold, "
+        ));
         // An option that ignores the probe URL of earlier versions is valid.
         let s = parse(&pairs(&[(
             "url_options",
