@@ -3,6 +3,7 @@ and crafted databases: the run works (not just fails cleanly) and no page
 is ever lost."""
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 
@@ -101,6 +102,84 @@ def test_restore_with_nothing_to_undo_says_so(db):
     sqlite3.connect(db).executescript("DELETE FROM dedup_runs;")
     out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
     assert out.returncode == 1 and "nothing to undo, got no run in dedup_runs" in out.stderr, out
+
+
+def first_refused_row(db, refused):
+    """The archived row a restore puts back first (lowest old rowid) that
+    `refused(url, urls already in the table)` refuses, modelled apart
+    from the extension: its old rowid and URL. (A restore gives the
+    survivors their old URLs first, then puts the rows back.)"""
+    conn = sqlite3.connect(db)
+    present = {r[0] for r in conn.execute(
+        "SELECT coalesce((SELECT w.value FROM dedup_rewritten AS w WHERE w.dedup_rowid = p.rowid AND w.name = 'url'),"
+        " p.url) FROM pages AS p")}
+    for rowid, url in conn.execute("SELECT dedup_rowid, url FROM dedup_removed ORDER BY dedup_rowid"):
+        if refused(url, present):
+            return rowid, url
+        present.add(url)
+    return None
+
+
+@pytest.mark.parametrize("crawled, after_the_run, refused, said", [
+    # (the demo's archive holds URLs its survivors hold too)
+    ("demo", "CREATE UNIQUE INDEX pages_url ON pages (url)", lambda url, present: url in present,
+     "UNIQUE constraint failed: pages.url"),
+    ("crawl", "CREATE TRIGGER no_wayback BEFORE INSERT ON pages WHEN NEW.url LIKE '%web.archive.org%'"
+              " BEGIN SELECT RAISE(ABORT, 'no wayback copies'); END",
+     lambda url, present: "web.archive.org" in url, "no wayback copies"),
+])
+def test_a_restore_the_table_refuses_names_the_first_row_refused(db, tmp_path, crawled, after_the_run, refused, said):
+    """A constraint or trigger the user added after a run that refuses an
+    archived row: the restore changes nothing and names the first row
+    refused, by its old rowid and URL (was the constraint's words alone)."""
+    if crawled == "demo":
+        db = str(tmp_path / "demo.db")
+        shutil.copy(os.path.join(P.ROOT, "demo", "crawl.db"), db)
+    P.connect(db).execute("SELECT dedup_run()").fetchone()
+    sqlite3.connect(db).executescript(after_the_run)
+    rowid, url = first_refused_row(db, refused)
+    before = fingerprint(db)
+    out = shell(db, "SELECT dedup_restore();")
+    assert out.returncode == 1, out
+    assert (f"dedup_restore: putting the rows of run 1 back failed, nothing was changed: {said} "
+            f"(the first row refused: rowid {rowid}, \"url\" '{url[:60]}") in out.stderr, out.stderr
+    assert fingerprint(db) == before
+
+
+def test_a_restore_a_trigger_rolls_back_is_not_retried_row_by_row(db):
+    """A trigger's RAISE(ROLLBACK) ends the restore's transaction: no row is
+    then tried alone (each try would be committed by itself), and the
+    database is as before, alone or inside the caller's BEGIN."""
+    P.connect(db).execute("SELECT dedup_run()").fetchone()
+    sqlite3.connect(db).executescript(
+        "CREATE TRIGGER no_wayback BEFORE INSERT ON pages WHEN NEW.url LIKE '%web.archive.org%'"
+        " BEGIN SELECT RAISE(ROLLBACK, 'no wayback copies'); END")
+    before = fingerprint(db)
+    for statements in (["SELECT dedup_restore();"], ["BEGIN;", "SELECT dedup_restore();", "COMMIT;"]):
+        out = shell(db, *statements)
+        assert out.returncode == 1, out
+        assert ("dedup_restore: putting the rows of run 1 back failed, nothing was changed: no wayback copies"
+                in out.stderr and "first row refused" not in out.stderr), out.stderr
+        assert fingerprint(db) == before
+
+
+def test_a_restore_the_table_refuses_names_the_first_survivor_refused(db):
+    """A survivor's rewritten URL whose old value a trigger added after the
+    run refuses: named by its rowid and the old value (lowest rowid first)."""
+    P.connect(db).execute("SELECT dedup_run()").fetchone()
+    conn = sqlite3.connect(db)
+    old = conn.execute("SELECT dedup_rowid, value FROM dedup_rewritten WHERE name = 'url' AND value LIKE '%utm_%'"
+                       " ORDER BY dedup_rowid").fetchall()
+    assert old, "the crawl's survivors include rewritten tracking URLs"
+    conn.executescript("CREATE TRIGGER no_utm BEFORE UPDATE OF url ON pages WHEN NEW.url LIKE '%utm_%'"
+                       " BEGIN SELECT RAISE(ABORT, 'no tracking'); END")
+    conn.close()
+    before = fingerprint(db)
+    out = shell(db, "SELECT dedup_restore();")
+    assert out.returncode == 1, out
+    assert ('dedup_restore: restoring column "url" of the survivors failed, nothing was changed: no tracking '
+            f"(the first survivor refused: rowid {old[0][0]}, its old value '{old[0][1][:60]}") in out.stderr, out.stderr
+    assert fingerprint(db) == before
 
 
 KEEP = "CREATE TABLE keep (x); INSERT INTO keep VALUES (1);"

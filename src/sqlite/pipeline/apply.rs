@@ -3,7 +3,7 @@
 //! Runs inside [`super::atomic::atomically`]: any failure here leaves the
 //! database as it was.
 
-use rusqlite::{params, Connection, ErrorCode};
+use rusqlite::{params, Connection};
 
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
@@ -353,8 +353,8 @@ const KEPT: &str = "SELECT source_rowid FROM temp._dedup_prepared WHERE skip_rea
 
 /// An error of a bulk statement. For a constraint (a UNIQUE index, a CHECK,
 /// a trigger's RAISE), `one` (the statement for one rowid) is retried on each
-/// row of `rows` in a savepoint that is then rolled back, to name the first
-/// row that fails.
+/// row of `rows` to name the first row that fails
+/// ([`super::locate::first_refused`]).
 fn located(
     db: &Connection,
     e: rusqlite::Error,
@@ -367,28 +367,14 @@ fn located(
             "dedup: {doing} rows failed, nothing was changed: {e}"
         ))
     };
-    let constraint = matches!(e.sqlite_error_code(), Some(ErrorCode::ConstraintViolation));
-    if !constraint || db.is_autocommit() || db.execute_batch("SAVEPOINT dedup_locate").is_err() {
+    if !super::locate::refused(&e) {
         return generic();
     }
     let ids: Vec<i64> = db
         .prepare(rows)
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .unwrap_or_default();
-    let mut found = None;
-    for id in ids {
-        if let Err(err) = one(id) {
-            found = Some((id, err));
-            break;
-        }
-        if db.is_autocommit() {
-            break;
-        }
-    }
-    if !db.is_autocommit() {
-        let _ = db.execute_batch("ROLLBACK TO dedup_locate; RELEASE dedup_locate");
-    }
-    match found {
+    match super::locate::first_refused(db, &ids, one) {
         Some((id, err)) => DedupError::new(format!(
             "dedup: {doing} rowid {id} failed, nothing was changed: {err}"
         )),

@@ -12,6 +12,7 @@ pub mod index_functions;
 pub mod index_keys;
 pub mod index_state;
 pub mod json;
+pub mod locate;
 pub mod lsh_input;
 pub mod near_input;
 pub mod own_schema;

@@ -5,6 +5,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::locate::{first_refused, refused};
 use super::own_tables::{self, upgrade_rewritten};
 use super::plan::next_run;
 use super::schema::{self, quote_ident, Source, ARCHIVE_META};
@@ -119,19 +120,36 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             continue;
         };
         let q = quote_ident(&col.name);
-        db.execute(
-            &format!(
-                "UPDATE {t} AS g SET {q} = w.value FROM main.dedup_rewritten AS w
-                 WHERE w.dedup_run = ?1 AND w.name = ?2 AND w.dedup_rowid = g.{rowid}",
-                rowid = source.rowid
-            ),
-            params![run, name],
-        )
-        .map_err(|e| {
-            DedupError::new(format!(
-                "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}"
-            ))
-        })?;
+        let update = format!(
+            "UPDATE {t} AS g SET {q} = w.value FROM main.dedup_rewritten AS w
+             WHERE w.dedup_run = ?1 AND w.name = ?2 AND w.dedup_rowid = g.{rowid}",
+            rowid = source.rowid
+        );
+        if let Err(e) = db.execute(&update, params![run, name]) {
+            if !refused(&e) {
+                return fail(format!(
+                    "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}"
+                ));
+            }
+            // (Which survivor: each tried alone, then undone.)
+            let ids: Vec<i64> = db
+                .prepare(
+                    "SELECT dedup_rowid FROM main.dedup_rewritten
+                     WHERE dedup_run = ?1 AND name = ?2 AND typeof(dedup_rowid) = 'integer' ORDER BY dedup_rowid",
+                )?
+                .query_map(params![run, name], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let one = format!("{update} AND w.dedup_rowid = ?3");
+            let first = first_refused(db, &ids, |id| db.execute(&one, params![run, name, id]))
+                .map(|(id, _)| id);
+            return fail(format!(
+                "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}{}",
+                first.map_or(String::new(), |id| format!(
+                    " (the first survivor refused: rowid {id}, its old value {})",
+                    archived_value(db, "SELECT value FROM main.dedup_rewritten WHERE dedup_run = ?1 AND name = ?2 AND dedup_rowid = ?3", params![run, name, id])
+                ))
+            ));
+        }
     }
     let survivors: i64 = db.query_row(
         "SELECT count(DISTINCT dedup_rowid) FROM main.dedup_rewritten WHERE dedup_run = ?1",
@@ -187,20 +205,47 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             (target.join(", "), values.join(", "))
         }
     };
-    let back = db
-        .execute(
-            &format!(
-                "INSERT INTO {t} ({free_target}) SELECT {free_values} FROM main.dedup_removed
-                 WHERE dedup_run = ?1 AND typeof(dedup_rowid) = 'integer' AND dedup_rowid NOT IN (SELECT {rowid} FROM {t})
-                 ORDER BY dedup_rowid"
-            ),
-            [run],
-        )
-        .map_err(|e| {
-            DedupError::new(format!(
+    let free = "FROM main.dedup_removed
+                WHERE dedup_run = ?1 AND typeof(dedup_rowid) = 'integer'";
+    let back = match db.execute(
+        &format!(
+            "INSERT INTO {t} ({free_target}) SELECT {free_values} {free}
+             AND dedup_rowid NOT IN (SELECT {rowid} FROM {t}) ORDER BY dedup_rowid"
+        ),
+        [run],
+    ) {
+        Ok(n) => n,
+        Err(e) if !refused(&e) => {
+            return fail(format!(
                 "dedup_restore: putting the rows of run {run} back failed, nothing was changed: {e}"
             ))
-        })?;
+        }
+        Err(e) => {
+            // (Which row: each tried alone, in the same order, then undone.)
+            let ids: Vec<i64> = db
+                .prepare(&format!(
+                    "SELECT dedup_rowid {free} AND dedup_rowid NOT IN (SELECT {rowid} FROM {t}) ORDER BY dedup_rowid"
+                ))?
+                .query_map([run], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let one = format!(
+                "INSERT INTO {t} ({free_target}) SELECT {free_values} {free} AND dedup_rowid = ?2"
+            );
+            let first =
+                first_refused(db, &ids, |id| db.execute(&one, params![run, id])).map(|(id, _)| id);
+            let url = source.column("url").map(|c| quote_ident(&c));
+            return fail(format!(
+                "dedup_restore: putting the rows of run {run} back failed, nothing was changed: {e}{}",
+                first.map_or(String::new(), |id| format!(
+                    " (the first row refused: rowid {id}{})",
+                    url.as_ref().map_or(String::new(), |u| format!(
+                        ", {u} {}",
+                        archived_value(db, &format!("SELECT {u} {free} AND dedup_rowid = ?2"), params![run, id])
+                    ))
+                ))
+            ));
+        }
+    };
     let movable: Vec<String> = common
         .iter()
         .filter(|c| ipk_archived.map_or(true, |k| !c.eq_ignore_ascii_case(k)))
@@ -277,6 +322,15 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         out.push_str("\n  no run is left: the extension's tables are dropped (VACUUM gives their space back to the file)");
     }
     Ok(out)
+}
+
+/// One archived value for an error: quoted and cut short, or its type.
+fn archived_value(db: &Connection, sql: &str, params: impl rusqlite::Params) -> String {
+    match db.query_row(sql, params, |r| r.get::<_, rusqlite::types::Value>(0)) {
+        Ok(rusqlite::types::Value::Text(t)) => super::shown::excerpt(&t),
+        Ok(other) => super::shown::describe_value(&other),
+        Err(_) => "(unread)".to_string(),
+    }
 }
 
 /// After the first run is undone, the extension's tables hold nothing: they
