@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import zlib
 
 import pytest
 
@@ -461,6 +462,28 @@ def test_bad_rows_are_skipped_named_and_untouched(db):
     assert conn.execute("SELECT rowid, * FROM pages WHERE rowid > 9000 ORDER BY rowid").fetchall() == bad
     report = json.loads(conn.execute("SELECT report FROM dedup_runs").fetchone()[0])
     assert report["skipped_total"] == 3
+
+
+def test_the_skipped_rows_past_the_first_twenty_are_listed_by_a_query_that_runs(tmp_path):
+    """Past the twenty skipped rows the report names, it gives the query
+    that lists them all, in the table's own names (a table named otherwise,
+    with no parsed column: the query said `FROM pages ... parsed` there and
+    failed); the query lists exactly the rows whose content is a BLOB."""
+    db = str(tmp_path / "docs.db")
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE docs (link TEXT, body)")
+    conn.executemany("INSERT INTO docs VALUES (?, ?)",
+                     [(f"https://a.example/{i}", zlib.compress(b"<p>x</p>") if i % 3 else f"text {i} " * 20)
+                      for i in range(45)])
+    conn.commit()
+    blobs = [r[0] for r in conn.execute("SELECT rowid FROM docs WHERE typeof(body) = 'blob' ORDER BY rowid")]
+    conn.close()
+    settings = json.dumps({"table": "docs", "columns": {"url": "link", "content": "body"}})
+    conn = P.connect(db)
+    text = conn.execute("SELECT dedup_run(?)", (settings,)).fetchone()[0]
+    query = 'SELECT rowid FROM "docs" WHERE dedup_invalid_text("link", "body", NULL) IS NOT NULL'
+    assert f"  skipped: {len(blobs) - 20} more rows with bad values ({query})" in text, text
+    assert [r[0] for r in conn.execute(query + " ORDER BY rowid")] == blobs
 
 
 def test_why_a_page_is_gone_follows_the_chain_to_a_survivor(db):

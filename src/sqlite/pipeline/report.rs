@@ -7,6 +7,7 @@ use rusqlite::Connection;
 use super::json::json_string;
 use super::plan::Planned;
 use super::run_kind::{decision, RunKind};
+use super::schema::{quote_ident, Source};
 use super::DedupError;
 
 /// (domain, parameter) pairs of pages kept apart listed in the report.
@@ -30,6 +31,8 @@ pub struct Report {
     pub skipped: Vec<(i64, String)>,
     /// How many rows were skipped in all.
     pub skipped_total: i64,
+    /// The query that lists every skipped row, in the table's own names.
+    pub skipped_query: String,
     /// Seconds per phase script, then `apply` (not printed; in the JSON).
     pub seconds: Vec<(String, f64)>,
     /// With `boilerplate = 'strip'`: (segments, domains) left out of the
@@ -46,6 +49,35 @@ pub struct Report {
     /// The kind of run as [`super::run_kind`] decided: `None` for the first
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
+}
+
+/// The query that lists the rows of `source` a run skips for bad values,
+/// in its own names (a column it lacks read as NULL).
+///
+/// ```
+/// use dedup::sqlite::pipeline::report::skipped_query;
+/// use dedup::sqlite::pipeline::schema::Source;
+/// let db = rusqlite::Connection::open_in_memory().unwrap();
+/// db.execute_batch("CREATE TABLE docs (link TEXT, body BLOB)").unwrap();
+/// let docs = Source::inspect_mapped(&db, "docs", &[("url".into(), "link".into()),
+///                                                 ("content".into(), "body".into())]).unwrap();
+/// assert_eq!(skipped_query(&docs),
+///            "SELECT rowid FROM \"docs\" WHERE dedup_invalid_text(\"link\", \"body\", NULL) IS NOT NULL");
+/// ```
+pub fn skipped_query(source: &Source) -> String {
+    let column = |name: &str| {
+        source
+            .column(name)
+            .map_or("NULL".to_string(), |c| quote_ident(&c))
+    };
+    format!(
+        "SELECT {} FROM {} WHERE dedup_invalid_text({}, {}, {}) IS NOT NULL",
+        source.rowid,
+        quote_ident(&source.table),
+        column("url"),
+        column("content"),
+        column("parsed")
+    )
 }
 
 /// What each phase removes, for the report.
@@ -109,6 +141,8 @@ impl Report {
             .collect::<Result<_, _>>()?;
         let drift: i64 =
             db.query_row("SELECT count(*) FROM temp._dedup_drift", [], |r| r.get(0))?;
+        let skipped_query =
+            skipped_query(&Source::inspect_mapped(db, &plan.table, &plan.columns()?)?);
         let decided = decision(db)?;
         let kind = (plan.run > 1 || decided.incremental).then_some(decided);
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
@@ -119,6 +153,7 @@ impl Report {
             removed,
             skipped,
             skipped_total,
+            skipped_query,
             seconds: plan.seconds.clone(),
             boilerplate,
             too_long,
@@ -134,6 +169,7 @@ impl Report {
     /// use dedup::sqlite::pipeline::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
+    ///                  skipped_query: String::new(),
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
     ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
     ///                  kind: None };
@@ -208,7 +244,8 @@ impl Report {
         let more = self.skipped_total - self.skipped.len() as i64;
         if more > 0 {
             lines.push(format!(
-                "  skipped: {more} more rows with bad values (SELECT rowid FROM pages WHERE dedup_invalid_text(url, content, parsed) IS NOT NULL)"
+                "  skipped: {more} more rows with bad values ({})",
+                self.skipped_query
             ));
         }
         lines.join("\n")
