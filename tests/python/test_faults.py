@@ -108,7 +108,7 @@ def lock():
         conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
         conn.execute("INSERT INTO dedup_settings VALUES ('busy_timeout', 300)")
         conn.commit()
-        return ["could not commit", "locked"]
+        return ["could not commit", "locked (another connection held the database's lock longer than this call waits"]
     return setup, "", None
 
 

@@ -70,7 +70,7 @@ pub fn atomically<T>(
         );
     }
     let previous_sorters = lend_sorter_threads(db);
-    let result = in_transaction(db, lock, function, work);
+    let result = in_transaction(db, lock, budget, function, work);
     // Safety: as above; this also uninstalls `on_busy`. The handle is this
     // connection's, on its own thread.
     unsafe {
@@ -83,6 +83,22 @@ pub fn atomically<T>(
         }
     }
     result
+}
+
+/// For a lock another connection held past the call's wait: what held it
+/// and how to wait longer; nothing for any other error.
+fn locked_hint(e: &rusqlite::Error, budget_ms: i64) -> String {
+    if !matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy)
+    ) {
+        return String::new();
+    }
+    format!(
+        " (another connection held the database's lock longer than this call waits, {budget_ms} ms: \
+         the connection's busy timeout, or the busy_timeout setting when it has none, \
+         e.g. {{\"busy_timeout\": 60000}} or sqlite-dedup --busy-timeout 60000)"
+    )
 }
 
 /// How long the whole call may wait for other connections' locks, and how
@@ -114,6 +130,7 @@ extern "C" fn on_busy(state: *mut std::ffi::c_void, _count: std::ffi::c_int) -> 
 fn in_transaction<T>(
     db: &Connection,
     lock: Lock,
+    budget_ms: i64,
     function: &str,
     work: impl FnOnce(&Connection) -> Result<T, DedupError>,
 ) -> Result<T, DedupError> {
@@ -130,7 +147,8 @@ fn in_transaction<T>(
     })?;
     db.execute_batch(&begin).map_err(|e| {
         DedupError::new(format!(
-            "{function}: could not start the transaction, nothing was changed: {e}"
+            "{function}: could not start the transaction, nothing was changed: {e}{}",
+            locked_hint(&e, budget_ms)
         ))
     })?;
     let outcome = catch_unwind(AssertUnwindSafe(|| work(db))).unwrap_or_else(|panic| {
@@ -160,7 +178,10 @@ fn in_transaction<T>(
                     owned,
                     &breaker,
                     function,
-                    format!("{function}: could not commit, nothing was changed: {e}"),
+                    format!(
+                        "{function}: could not commit, nothing was changed: {e}{}",
+                        locked_hint(&e, budget_ms)
+                    ),
                 )),
             }
         }
