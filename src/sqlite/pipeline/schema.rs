@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Result};
 
+use super::json::json_string;
 use super::shown::excerpt;
 use super::{fail, DedupError};
 
@@ -188,9 +189,11 @@ impl Source {
             Some((name, _, sql)) => match sql.as_deref().and_then(virtual_module) {
                 Some(module) => {
                     return fail(format!(
-                        "dedup: {} must be an ordinary table, got a virtual table (USING {module}) (a run deletes rows and keeps them in dedup_removed: copy the rows into a table, e.g. CREATE TABLE pages_copy AS SELECT * FROM {}, and run on that)",
+                        "dedup: {} must be an ordinary table, got a virtual table (USING {module}) (a run deletes rows and keeps them in dedup_removed: copy the rows into a table and run on that, e.g. CREATE TABLE {copy} AS SELECT * FROM {}; SELECT dedup_run('{{\"table\": {}}}'))",
                         excerpt(&name),
-                        quote_ident(&name)
+                        quote_ident(&name),
+                        json_string(&format!("{name}_rows")).replace('\'', "''"),
+                        copy = quote_ident(&format!("{name}_rows")),
                     ))
                 }
                 None => name,
