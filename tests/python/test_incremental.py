@@ -156,6 +156,69 @@ def test_rows_that_come_closer_when_a_kept_row_leaves_are_compared(tmp_path, how
     assert table_state(conn) == table_state(full)
 
 
+@pytest.mark.parametrize("edit", ["DELETE FROM dedup_removed WHERE dedup_phase IN (4, 5)",
+                                  "UPDATE dedup_removed SET url = 'https://z.example/gone' || dedup_rowid "
+                                  "WHERE dedup_phase = 4"])
+def test_a_purged_archive_makes_the_next_run_full(tmp_path, edit):
+    """Rows removed in phase 4 keep their window slots (placeholders, read
+    from the archive). Two near-copies kept with more than the window of
+    such slots between them were never compared; once the user purges (or
+    edits) those archived rows, a full run compares and merges them. The
+    index cannot see that edit but through the archive's triggers: the run
+    is full, says why, and leaves what a full run leaves (before this, an
+    incremental run merged nothing here)."""
+    db = str(tmp_path / "purge.db")
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    near, chain = own_text(100), own_text(200)
+    rows = [("https://a.example/a", near, "2026-01-01")]
+    # (b00 is kept; b01-b07 are near copies of it, removed in phase 4.)
+    rows += [(f"https://a.example/b{i:02d}", chain + f" and copy {i}" * (i > 0), "2026-01-01") for i in range(8)]
+    rows += [("https://a.example/c", near + " and one more word", "2026-01-02")]
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)", rows)
+    settings = {"distance": 5}
+    first = report(conn, settings)
+    kept = [r for (r,) in conn.execute("SELECT url FROM pages ORDER BY url")]
+    # (a and c are 9 slots apart: never compared, both kept.)
+    assert kept[0] == "https://a.example/a" and kept[-1] == "https://a.example/c", kept
+    assert first["removed"]["4"] == 10 - len(kept), first
+    conn.executescript(edit)
+    conn.close()
+    shutil.copy(db, db + ".full")
+    full = P.connect(db + ".full")
+    expected = report(full, dict(settings, full=True))
+    # (a and c, within the window now, merged: c, the later crawl, stays.)
+    gone = dict(full.execute("SELECT url, dedup_survivor FROM dedup_removed WHERE dedup_run = 2"))
+    c = full.execute("SELECT rowid FROM pages WHERE url = 'https://a.example/c'").fetchone()
+    assert c and gone.get("https://a.example/a") == c[0], gone
+    conn = P.connect(db)
+    second = report(conn, settings)
+    assert (second["kind"], second["why"]) == (
+        "full", "rows of dedup_removed that keep a window slot (phases 4-5) were deleted, changed or added "
+                "since run 1"), second
+    assert table_state(conn) == table_state(full)
+    # (A purge of rows of phases 1-3, which keep no slot, leaves the next
+    # run incremental.)
+    conn.execute("INSERT INTO pages VALUES ('https://a.example/c?utm_source=x', ?, '2026-01-01')",
+                 (near + " and one more word",))
+    assert report(conn, settings)["removed"] == {"2": 1}
+    conn.execute("DELETE FROM dedup_removed WHERE dedup_phase = 2")
+    conn.execute("INSERT INTO pages VALUES ('https://n.example/new', ?, '2026-01-04')", (own_text(300),))
+    assert report(conn, settings)["kind"] == "incremental"
+
+
+def test_a_dropped_archive_trigger_makes_the_next_run_full(tmp_path):
+    """Without its archive triggers the index cannot know the archive is as
+    it left it: the next run is full, says why, and puts them back."""
+    db, conn = demo_copy(tmp_path)
+    report(conn, {})
+    conn.execute("DROP TRIGGER dedup_track_archive_delete")
+    second = report(conn, {})
+    assert (second["kind"], second["why"]) == (
+        "full", "the archive's triggers (dedup_track_archive_*) were dropped or changed since run 1"), second
+    assert report(conn, {})["kind"] == "incremental"
+
+
 def test_a_second_run_with_nothing_new_compares_nothing(tmp_path):
     db, conn = demo_copy(tmp_path)
     report(conn, {})
@@ -206,7 +269,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     db, conn = demo_copy(tmp_path)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "9 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "10 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")

@@ -28,6 +28,59 @@ const TRACKERS: [(&str, &str, &str); 3] = [
     ("dedup_track_delete", "DELETE", "(old.{r})"),
 ];
 
+/// The archive's trackers: a row of `dedup_removed` that keeps a window
+/// slot (phases 4 and 5: the index's scan order holds its slot as a
+/// placeholder) added, changed or deleted outside a run (a purge of the
+/// archive) marks the index (`archive` in `dedup_index_state`), and the
+/// next run is full. (name, when it fires.)
+const ARCHIVE_TRACKERS: [(&str, &str); 3] = [
+    (
+        "dedup_track_archive_insert",
+        "AFTER INSERT ON \"dedup_removed\" WHEN new.dedup_phase IN (4, 5)",
+    ),
+    (
+        "dedup_track_archive_update",
+        "AFTER UPDATE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5) OR new.dedup_phase IN (4, 5)",
+    ),
+    (
+        "dedup_track_archive_delete",
+        "AFTER DELETE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5)",
+    ),
+];
+
+/// The statement that creates archive tracker `name`, as SQLite keeps it.
+fn archive_tracker_sql(name: &str, when: &str) -> String {
+    format!(
+        "CREATE TRIGGER {name} {when} BEGIN INSERT OR REPLACE INTO dedup_index_state (key, value) VALUES ('archive', 'edited'); END"
+    )
+}
+
+/// Why the archive no longer matches the index's placeholders, or `None`:
+/// its trackers are missing or not as created, or one of them fired.
+pub fn archive_edited(db: &Connection) -> Result<Option<String>, DedupError> {
+    for (name, when) in ARCHIVE_TRACKERS {
+        let sql: Option<String> = db
+            .query_row(
+                "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if sql != Some(archive_tracker_sql(name, when)) {
+            return Ok(Some(
+                "the archive's triggers (dedup_track_archive_*) were dropped or changed".into(),
+            ));
+        }
+    }
+    if super::index_state::state_value(db, "archive")?.is_some() {
+        return Ok(Some(
+            "rows of dedup_removed that keep a window slot (phases 4-5) were deleted, changed or added"
+                .into(),
+        ));
+    }
+    Ok(None)
+}
+
 /// The statement that creates tracker `name` on `table`, as SQLite keeps
 /// it in `sqlite_schema` (without the `main.` it is created with).
 fn tracker_sql(name: &str, event: &str, rows: &str, table: &str, rowid: &str) -> String {
@@ -41,12 +94,16 @@ fn tracker_sql(name: &str, event: &str, rows: &str, table: &str, rowid: &str) ->
 /// Whether the trigger `name` on `table` with this `sql` is one of ours
 /// (for the check that no trigger writes to the extension's tables).
 pub fn is_tracker(name: &str, table: &str, sql: &str) -> bool {
-    TRACKERS.iter().any(|(n, event, rows)| {
-        *n == name
-            && ["rowid", "_rowid_", "oid"]
-                .iter()
-                .any(|r| tracker_sql(n, event, rows, table, r) == sql)
-    })
+    let archive = ARCHIVE_TRACKERS.iter().any(|(n, when)| {
+        *n == name && table == "dedup_removed" && archive_tracker_sql(n, when) == sql
+    });
+    archive
+        || TRACKERS.iter().any(|(n, event, rows)| {
+            *n == name
+                && ["rowid", "_rowid_", "oid"]
+                    .iter()
+                    .any(|r| tracker_sql(n, event, rows, table, r) == sql)
+        })
 }
 
 /// The trackers' stored statements, in order (`None` where one is missing).
@@ -77,9 +134,13 @@ fn table_sql(db: &Connection, source: &Source) -> Result<Option<String>, DedupEr
         .flatten())
 }
 
-/// Drops the trackers (on whatever table they are).
+/// Drops the trackers (on whatever table they are), the archive's too.
 pub fn untrack(db: &Connection) -> Result<(), DedupError> {
-    for (name, _, _) in TRACKERS {
+    let names = TRACKERS
+        .iter()
+        .map(|(name, _, _)| *name)
+        .chain(ARCHIVE_TRACKERS.iter().map(|(name, _)| *name));
+    for name in names {
         db.execute_batch(&format!("DROP TRIGGER IF EXISTS main.{name}"))?;
     }
     Ok(())
@@ -96,6 +157,14 @@ pub fn track(db: &Connection, source: &Source, written: &str) -> Result<(), Dedu
         let sql = tracker_sql(name, event, rows, &source.table, source.rowid);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
+    for (name, when) in ARCHIVE_TRACKERS {
+        let sql = archive_tracker_sql(name, when);
+        db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
+    }
+    db.execute(
+        "DELETE FROM main.dedup_index_state WHERE key = 'archive'",
+        [],
+    )?;
     db.execute_batch(&format!(
         "DELETE FROM main.dedup_changes;
          INSERT INTO main.dedup_changes SELECT rid FROM {written} WHERE fp = 0;"
@@ -273,6 +342,28 @@ mod tests {
             "dedup_track_update",
             "pages",
             &sql.replace("dedup_changes", "dedup_runs")
+        ));
+    }
+
+    #[test]
+    fn an_archive_tracker_is_recognised_only_on_the_archive_as_created() {
+        let (name, when) = ARCHIVE_TRACKERS[2];
+        let sql = archive_tracker_sql(name, when);
+        assert_eq!(
+            sql,
+            "CREATE TRIGGER dedup_track_archive_delete AFTER DELETE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5) BEGIN INSERT OR REPLACE INTO dedup_index_state (key, value) VALUES ('archive', 'edited'); END"
+        );
+        assert!(is_tracker(name, "dedup_removed", &sql));
+        assert!(!is_tracker(name, "pages", &sql));
+        assert!(!is_tracker(
+            "dedup_track_archive_insert",
+            "dedup_removed",
+            &sql
+        ));
+        assert!(!is_tracker(
+            name,
+            "dedup_removed",
+            &sql.replace("'edited'", "'fine'")
         ));
     }
 

@@ -54,6 +54,9 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     };
     let source = Source::inspect_mapped(db, &table, &columns)?;
     own_tables::check(db, "dedup_restore")?;
+    // (The index is forgotten below: its triggers need not log the rows
+    // put back nor, row by row, the archive's deletes.)
+    super::changes::untrack(db)?;
     let t = source.qualified();
     for name in ["dedup_removed", "dedup_rewritten"] {
         match schema::object_type(db, name)?.as_deref() {

@@ -21,7 +21,8 @@
 //! Any other case is a *full* run, and the report says why: no index (the
 //! first run, or a restore since), other settings, another version of the
 //! index, `boilerplate = 'strip'`, `url_rules` or `prefer`
-//! (their inputs change with every row), or `{"full": true}`.
+//! (their inputs change with every row), an archive whose phase-4/5 rows
+//! were edited outside a run (their window slots), or `{"full": true}`.
 
 use rusqlite::Connection;
 
@@ -97,6 +98,9 @@ fn why_full(
     }
     if state("settings")? != Some(comparable(db, settings_json)?) {
         return Ok(Some(format!("the settings differ from run {run}'s")));
+    }
+    if let Some(why) = super::changes::archive_edited(db)? {
+        return Ok(Some(format!("{why} since run {run}")));
     }
     Ok(None)
 }
