@@ -207,15 +207,37 @@ def test_a_purged_archive_makes_the_next_run_full(tmp_path, edit):
     assert report(conn, settings)["kind"] == "incremental"
 
 
-def test_a_dropped_archive_trigger_makes_the_next_run_full(tmp_path):
-    """Without its archive triggers the index cannot know the archive is as
-    it left it: the next run is full, says why, and puts them back."""
+@pytest.mark.parametrize("edit", ["DELETE FROM dedup_domains WHERE domain = 'requests.readthedocs.io'",
+                                  "UPDATE dedup_domains SET pages = 1"])
+def test_an_edited_dedup_domains_makes_the_next_run_full(tmp_path, edit):
+    """An incremental run's phase 5 counts only the domains a batch touches,
+    from the counts the last run left in dedup_domains. Edited by hand, those
+    counts would drop a domain's pages as a small domain (31 of them here,
+    before the triggers on dedup_domains): the next run is full instead,
+    says why, and leaves what a full run leaves."""
+    db, conn = demo_copy(tmp_path)
+    settings = {"n_min": 3}
+    report(conn, settings)
+    conn.execute(edit)
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://requests.readthedocs.io/en/new/', "
+                 "'A new page about sessions and adapters, with a text of its own.', '2030-01-01')")
+    conn, got = full_and_incremental(tmp_path, db, conn, settings, 1)
+    assert (got["kind"], got["why"]) == (
+        "full", "dedup_domains (the counts phase 5 starts from) was edited since run 1"), got
+    assert "5" not in got["removed"], got
+
+
+def test_a_dropped_own_table_trigger_makes_the_next_run_full(tmp_path):
+    """Without the triggers on its archive and domain counts the index
+    cannot know those are as it left them: the next run is full, says why,
+    and puts the triggers back."""
     db, conn = demo_copy(tmp_path)
     report(conn, {})
     conn.execute("DROP TRIGGER dedup_track_archive_delete")
     second = report(conn, {})
     assert (second["kind"], second["why"]) == (
-        "full", "the archive's triggers (dedup_track_archive_*) were dropped or changed since run 1"), second
+        "full", "the triggers on dedup_removed and dedup_domains (dedup_track_archive_*, dedup_track_domains_*) "
+                "were dropped or changed since run 1"), second
     assert report(conn, {})["kind"] == "incremental"
 
 

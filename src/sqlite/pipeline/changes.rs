@@ -28,37 +28,65 @@ const TRACKERS: [(&str, &str, &str); 3] = [
     ("dedup_track_delete", "DELETE", "(old.{r})"),
 ];
 
-/// The archive's trackers: a row of `dedup_removed` that keeps a window
-/// slot (phases 4 and 5: the index's scan order holds its slot as a
-/// placeholder) added, changed or deleted outside a run (a purge of the
-/// archive) marks the index (`archive` in `dedup_index_state`), and the
-/// next run is full. (name, when it fires.)
-const ARCHIVE_TRACKERS: [(&str, &str); 3] = [
+/// The trackers of the extension's own tables that an incremental run
+/// reads as the last run left them, and a user may edit between runs:
+/// (name, table, when it fires, the key it sets in `dedup_index_state`).
+/// A row of `dedup_removed` that keeps a window slot (phases 4 and 5: the
+/// index's scan order holds its slot as a placeholder) added, changed or
+/// deleted outside a run (a purge of the archive) changes what a full run
+/// compares; an edit of `dedup_domains` changes the counts phase 5 of an
+/// incremental run starts from. Either makes the next run full.
+const OWN_TRACKERS: [(&str, &str, &str, &str); 6] = [
     (
         "dedup_track_archive_insert",
+        "dedup_removed",
         "AFTER INSERT ON \"dedup_removed\" WHEN new.dedup_phase IN (4, 5)",
+        "archive",
     ),
     (
         "dedup_track_archive_update",
+        "dedup_removed",
         "AFTER UPDATE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5) OR new.dedup_phase IN (4, 5)",
+        "archive",
     ),
     (
         "dedup_track_archive_delete",
+        "dedup_removed",
         "AFTER DELETE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5)",
+        "archive",
+    ),
+    (
+        "dedup_track_domains_insert",
+        "dedup_domains",
+        "AFTER INSERT ON \"dedup_domains\"",
+        "domains",
+    ),
+    (
+        "dedup_track_domains_update",
+        "dedup_domains",
+        "AFTER UPDATE ON \"dedup_domains\"",
+        "domains",
+    ),
+    (
+        "dedup_track_domains_delete",
+        "dedup_domains",
+        "AFTER DELETE ON \"dedup_domains\"",
+        "domains",
     ),
 ];
 
-/// The statement that creates archive tracker `name`, as SQLite keeps it.
-fn archive_tracker_sql(name: &str, when: &str) -> String {
+/// The statement that creates an own table's tracker, as SQLite keeps it.
+fn own_tracker_sql(name: &str, when: &str, key: &str) -> String {
     format!(
-        "CREATE TRIGGER {name} {when} BEGIN INSERT OR REPLACE INTO dedup_index_state (key, value) VALUES ('archive', 'edited'); END"
+        "CREATE TRIGGER {name} {when} BEGIN INSERT OR REPLACE INTO dedup_index_state (key, value) VALUES ('{key}', 'edited'); END"
     )
 }
 
-/// Why the archive no longer matches the index's placeholders, or `None`:
-/// its trackers are missing or not as created, or one of them fired.
-pub fn archive_edited(db: &Connection) -> Result<Option<String>, DedupError> {
-    for (name, when) in ARCHIVE_TRACKERS {
+/// Why the extension's own tables no longer hold what the index was
+/// written with, or `None`: their trackers are missing or not as created,
+/// or one of them fired.
+pub fn own_tables_edited(db: &Connection) -> Result<Option<String>, DedupError> {
+    for (name, _, when, key) in OWN_TRACKERS {
         let sql: Option<String> = db
             .query_row(
                 "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
@@ -66,9 +94,9 @@ pub fn archive_edited(db: &Connection) -> Result<Option<String>, DedupError> {
                 |r| r.get(0),
             )
             .optional()?;
-        if sql != Some(archive_tracker_sql(name, when)) {
+        if sql != Some(own_tracker_sql(name, when, key)) {
             return Ok(Some(
-                "the archive's triggers (dedup_track_archive_*) were dropped or changed".into(),
+                "the triggers on dedup_removed and dedup_domains (dedup_track_archive_*, dedup_track_domains_*) were dropped or changed".into(),
             ));
         }
     }
@@ -76,6 +104,11 @@ pub fn archive_edited(db: &Connection) -> Result<Option<String>, DedupError> {
         return Ok(Some(
             "rows of dedup_removed that keep a window slot (phases 4-5) were deleted, changed or added"
                 .into(),
+        ));
+    }
+    if super::index_state::state_value(db, "domains")?.is_some() {
+        return Ok(Some(
+            "dedup_domains (the counts phase 5 starts from) was edited".into(),
         ));
     }
     Ok(None)
@@ -94,16 +127,15 @@ fn tracker_sql(name: &str, event: &str, rows: &str, table: &str, rowid: &str) ->
 /// Whether the trigger `name` on `table` with this `sql` is one of ours
 /// (for the check that no trigger writes to the extension's tables).
 pub fn is_tracker(name: &str, table: &str, sql: &str) -> bool {
-    let archive = ARCHIVE_TRACKERS.iter().any(|(n, when)| {
-        *n == name && table == "dedup_removed" && archive_tracker_sql(n, when) == sql
+    let own = OWN_TRACKERS.iter().any(|(n, on, when, key)| {
+        *n == name && *on == table && own_tracker_sql(n, when, key) == sql
     });
-    archive
-        || TRACKERS.iter().any(|(n, event, rows)| {
-            *n == name
-                && ["rowid", "_rowid_", "oid"]
-                    .iter()
-                    .any(|r| tracker_sql(n, event, rows, table, r) == sql)
-        })
+    own || TRACKERS.iter().any(|(n, event, rows)| {
+        *n == name
+            && ["rowid", "_rowid_", "oid"]
+                .iter()
+                .any(|r| tracker_sql(n, event, rows, table, r) == sql)
+    })
 }
 
 /// The trackers' stored statements, in order (`None` where one is missing).
@@ -139,7 +171,7 @@ pub fn untrack(db: &Connection) -> Result<(), DedupError> {
     let names = TRACKERS
         .iter()
         .map(|(name, _, _)| *name)
-        .chain(ARCHIVE_TRACKERS.iter().map(|(name, _)| *name));
+        .chain(OWN_TRACKERS.iter().map(|(name, _, _, _)| *name));
     for name in names {
         db.execute_batch(&format!("DROP TRIGGER IF EXISTS main.{name}"))?;
     }
@@ -157,12 +189,12 @@ pub fn track(db: &Connection, source: &Source, written: &str) -> Result<(), Dedu
         let sql = tracker_sql(name, event, rows, &source.table, source.rowid);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
-    for (name, when) in ARCHIVE_TRACKERS {
-        let sql = archive_tracker_sql(name, when);
+    for (name, _, when, key) in OWN_TRACKERS {
+        let sql = own_tracker_sql(name, when, key);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
     db.execute(
-        "DELETE FROM main.dedup_index_state WHERE key = 'archive'",
+        "DELETE FROM main.dedup_index_state WHERE key IN ('archive', 'domains')",
         [],
     )?;
     db.execute_batch(&format!(
@@ -346,9 +378,9 @@ mod tests {
     }
 
     #[test]
-    fn an_archive_tracker_is_recognised_only_on_the_archive_as_created() {
-        let (name, when) = ARCHIVE_TRACKERS[2];
-        let sql = archive_tracker_sql(name, when);
+    fn an_own_tables_tracker_is_recognised_only_on_its_table_as_created() {
+        let (name, _, when, key) = OWN_TRACKERS[2];
+        let sql = own_tracker_sql(name, when, key);
         assert_eq!(
             sql,
             "CREATE TRIGGER dedup_track_archive_delete AFTER DELETE ON \"dedup_removed\" WHEN old.dedup_phase IN (4, 5) BEGIN INSERT OR REPLACE INTO dedup_index_state (key, value) VALUES ('archive', 'edited'); END"

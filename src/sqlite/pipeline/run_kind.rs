@@ -22,7 +22,8 @@
 //! first run, or a restore since), other settings, another version of the
 //! index, `boilerplate = 'strip'`, `url_rules` or `prefer`
 //! (their inputs change with every row), an archive whose phase-4/5 rows
-//! were edited outside a run (their window slots), or `{"full": true}`.
+//! (their window slots) or a `dedup_domains` (phase 5's counts) was
+//! edited outside a run, or `{"full": true}`.
 
 use rusqlite::Connection;
 
@@ -99,7 +100,7 @@ fn why_full(
     if state("settings")? != Some(comparable(db, settings_json)?) {
         return Ok(Some(format!("the settings differ from run {run}'s")));
     }
-    if let Some(why) = super::changes::archive_edited(db)? {
+    if let Some(why) = super::changes::own_tables_edited(db)? {
         return Ok(Some(format!("{why} since run {run}")));
     }
     Ok(None)
