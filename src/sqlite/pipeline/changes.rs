@@ -87,14 +87,7 @@ fn own_tracker_sql(name: &str, when: &str, key: &str) -> String {
 /// or one of them fired.
 pub fn own_tables_edited(db: &Connection) -> Result<Option<String>, DedupError> {
     for (name, _, when, key) in OWN_TRACKERS {
-        let sql: Option<String> = db
-            .query_row(
-                "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if sql != Some(own_tracker_sql(name, when, key)) {
+        if trigger_sql(db, name)? != Some(own_tracker_sql(name, when, key)) {
             return Ok(Some(
                 "the triggers on dedup_removed and dedup_domains (dedup_track_archive_*, dedup_track_domains_*) were dropped or changed".into(),
             ));
@@ -138,19 +131,22 @@ pub fn is_tracker(name: &str, table: &str, sql: &str) -> bool {
     })
 }
 
+/// The stored statement of the main schema's trigger `name`, if there is one.
+fn trigger_sql(db: &Connection, name: &str) -> Result<Option<String>, DedupError> {
+    Ok(db
+        .query_row(
+            "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
 /// The trackers' stored statements, in order (`None` where one is missing).
 fn stored(db: &Connection) -> Result<Vec<Option<String>>, DedupError> {
     TRACKERS
         .iter()
-        .map(|(name, _, _)| {
-            Ok(db
-                .query_row(
-                    "SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?1",
-                    [name],
-                    |r| r.get(0),
-                )
-                .optional()?)
-        })
+        .map(|(name, _, _)| trigger_sql(db, name))
         .collect()
 }
 
