@@ -31,7 +31,8 @@ pub struct Report {
     pub skipped: Vec<(i64, String)>,
     /// How many rows were skipped in all.
     pub skipped_total: i64,
-    /// The query that lists every skipped row, in the table's own names.
+    /// The query that lists every skipped row, in the table's own names
+    /// (empty when every skipped row is listed).
     pub skipped_query: String,
     /// Seconds per phase script, then `apply` (not printed; in the JSON).
     pub seconds: Vec<(String, f64)>,
@@ -141,8 +142,12 @@ impl Report {
             .collect::<Result<_, _>>()?;
         let drift: i64 =
             db.query_row("SELECT count(*) FROM temp._dedup_drift", [], |r| r.get(0))?;
-        let skipped_query =
-            skipped_query(&Source::inspect_mapped(db, &plan.table, &plan.columns()?)?);
+        // (Printed only past the rows listed: the table is read again only then.)
+        let skipped_query = if skipped_total > skipped.len() as i64 {
+            skipped_query(&Source::inspect_mapped(db, &plan.table, &plan.columns()?)?)
+        } else {
+            String::new()
+        };
         let decided = decision(db)?;
         let kind = (plan.run > 1 || decided.incremental).then_some(decided);
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
