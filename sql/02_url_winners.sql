@@ -3,22 +3,22 @@
 -- see 01_canonicalize.sql; those with the same text meet in phase 3).
 -- Election: the prefer setting's order, then non-external first, newer
 -- datetime, newer crawled, longer content (the reference's
--- _ELECTION_ORDER_URL), https, lower source rowid.
+-- _ELECTION_ORDER_URL), https, lower source rowid; NULL dates and lengths
+-- last. dedup_elected() ranks as first_value(id) OVER (PARTITION BY url ORDER BY
+-- the ranking) would, from a sort in memory (SQLite's sorter took 3-4 times
+-- as long); _dedup_url_ranked keeps each row's survivor.
+DROP VIEW IF EXISTS temp._dedup_url_ballots;
+CREATE TEMP VIEW _dedup_url_ballots AS
+SELECT source_rowid AS id,
+       coalesce(strict_url, canonical_url) AS url,
+       prefer_rank,
+       CASE WHEN category = 'external' THEN 1 ELSE 0 END AS external,
+       datetime, crawled, length, https
+FROM _dedup_prepared
+WHERE canonical_url IS NOT NULL AND skip_reason IS NULL;
 DROP TABLE IF EXISTS temp._dedup_url_ranked;
 CREATE TEMP TABLE _dedup_url_ranked AS
-SELECT source_rowid,
-       first_value(source_rowid) OVER w AS survivor
--- NOT INDEXED: one sort of the rows beats walking the canonical_url index
--- and looking up each row (0.25 s against 0.30 s at 100k pages).
-FROM _dedup_prepared NOT INDEXED
-WHERE canonical_url IS NOT NULL AND skip_reason IS NULL
-WINDOW w AS (
-  PARTITION BY coalesce(strict_url, canonical_url)
-  ORDER BY prefer_rank ASC,
-           CASE WHEN category = 'external' THEN 1 ELSE 0 END ASC,
-           datetime DESC NULLS LAST,
-           crawled DESC NULLS LAST,
-           length DESC NULLS LAST,
-           https DESC,
-           source_rowid ASC
-);
+SELECT id AS source_rowid, survivor
+FROM dedup_elected('_dedup_url_ballots', 'url',
+             'prefer_rank, external, datetime DESC, crawled DESC, length DESC, https DESC, id');
+DROP VIEW temp._dedup_url_ballots;

@@ -88,6 +88,7 @@ fn register_adds_exactly_these_functions_and_modules() {
     assert_eq!(
         added,
         [
+            "dedup_elected",
             "dedup_held_statements",
             "lsh_bands",
             "near_dups",
@@ -422,6 +423,121 @@ fn a_placeholder_of_n_slots_takes_n_places_in_the_window() {
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('wide', 0.8, 2)"),
         "near_dups: slots in the input must be at least 1, and 1 for a row with a text, got 2 in the row at pos integer 1"
+    );
+}
+
+/// `dedup_elected` elects what `first_value(id) OVER (PARTITION BY grp
+/// ORDER BY ...)` elects, on values of every type: integers equal to reals
+/// (one group, as SQLite compares them), texts and BLOBs of the same bytes
+/// (two groups), NULL groups (one), NULLs first ascending and last
+/// descending, texts by their bytes.
+#[test]
+fn dedup_elected_elects_as_first_value_over_a_partition() {
+    let db = db();
+    db.execute_batch("CREATE TABLE t(id INTEGER, grp, a, b)")
+        .unwrap();
+    let pool = [
+        "NULL",
+        "1",
+        "1.0",
+        "2",
+        "-3",
+        "2.5",
+        "'1'",
+        "'a'",
+        "'a '",
+        "'B'",
+        "X'61'",
+        "X''",
+        "''",
+        "9007199254740993",
+        "9007199254740992.0",
+        "9007199254740994.0",
+        "9223372036854775807",
+        "-0.0",
+        "0",
+    ];
+    let mut seed = 11u64;
+    let mut pick = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for id in 0..600 {
+        let (g, a, b) = (pick(pool.len()), pick(pool.len()), pick(pool.len()));
+        db.execute_batch(&format!(
+            "INSERT INTO t VALUES ({id}, {}, {}, {})",
+            pool[g], pool[a], pool[b]
+        ))
+        .unwrap();
+    }
+    for ranking in ["a, b DESC, id", "b desc, a ASC, id DESC", "a"] {
+        let rows = |sql: &str| -> Vec<(i64, i64)> {
+            let mut s = db.prepare(sql).unwrap();
+            let v = s
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<Vec<_>>>()
+                .unwrap();
+            v
+        };
+        let ours = rows(&format!(
+            "SELECT id, survivor FROM dedup_elected('t', 'grp', '{ranking}') ORDER BY id"
+        ));
+        let sqlite = rows(&format!(
+            "SELECT id, first_value(id) OVER (PARTITION BY grp ORDER BY {ranking}) FROM t ORDER BY id"
+        ));
+        assert_eq!(ours.len(), 600);
+        if ranking == "a" {
+            // (Ties: SQLite's pick among equal rows is its own; only each
+            // group's survivor's value of a must be the least.)
+            let a_of = |id: i64| -> Option<Vec<u8>> {
+                one(
+                    &db,
+                    &format!("SELECT dedup_sort_key(a) FROM t WHERE id = {id}"),
+                )
+                .unwrap()
+            };
+            for ((id, s), (_, t)) in ours.iter().zip(&sqlite) {
+                assert_eq!(a_of(*s), a_of(*t), "row {id}");
+            }
+        } else {
+            assert_eq!(ours, sqlite, "{ranking}");
+        }
+    }
+}
+
+#[test]
+fn dedup_elected_errors() {
+    let db = db();
+    db.execute_batch("CREATE TABLE t(id, grp, a); INSERT INTO t VALUES ('x', 1, 2);")
+        .unwrap();
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('nope', 'grp', 'a')"),
+        "dedup_elected: input must be the name of a table or view, got 'nope'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('t', 'g', 'a')"),
+        "dedup_elected: input must have the column grp names, got 't' without 'g'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a DOWN')"),
+        "dedup_elected: ranking must list columns of input, each optionally followed by ASC or DESC \
+         ('a DOWN' is not a column and a direction), got 'a DOWN'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a, zz')"),
+        "dedup_elected: ranking must list columns of input, each optionally followed by ASC or DESC \
+         (no column 'zz'), got 'a, zz'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a')"),
+        "dedup_elected: id in 't' must be an integer, got text 'x'"
+    );
+    assert_eq!(
+        err(&db, "SELECT * FROM dedup_elected('t', 'grp', 3)"),
+        "dedup_elected: ranking must be a list of columns, got integer 3"
     );
 }
 

@@ -5,6 +5,7 @@ pub mod arrow_columns;
 pub mod candidates;
 pub mod chrome_pages;
 pub mod diff;
+pub mod election;
 pub mod halt;
 pub mod hash;
 pub mod html;

@@ -1,5 +1,6 @@
 //! Table-valued functions.
 
+pub mod elected;
 pub mod held_statements;
 pub mod lsh_bands;
 pub mod near_dups;
@@ -230,6 +231,7 @@ pub(crate) fn planned_arguments<'a>(
 /// Registers the extension's table-valued functions on `db`.
 pub fn register(db: &Connection, held: held_statements::Held) -> Result<()> {
     held_statements::register(db, held)?;
+    elected::register(db)?;
     let last = scan_table::LastScan::default();
     near_dups::register(db, last.clone())?;
     near_dups_among::register(db, last)?;

@@ -1,0 +1,226 @@
+//! `dedup_elected(input, grp, ranking)`: one survivor per group, as
+//! `first_value(id) OVER (PARTITION BY grp ORDER BY ranking)` elects it,
+//! from a sort in memory instead of SQLite's sorter (phases 2 and 3).
+//!
+//! `input` names a table or view with an INTEGER column `id`, the column
+//! `grp` names and the columns `ranking` lists (`a, b DESC, c`: each column
+//! ascending unless it says DESC; NULL first ascending, last descending, as
+//! SQLite orders it). Values compare as SQLite compares them, text by its
+//! bytes (the BINARY collation, whatever a column declares); NULL `grp`
+//! values make one group, as `PARTITION BY` does. One output row per input
+//! row: `id` and `survivor`, the group's first row by `ranking` (of rows
+//! equal in it, the first read). Input rows are held in memory for the
+//! sort: their `grp` and `ranking` values' bytes.
+
+use std::ffi::c_int;
+
+use rusqlite::types::ValueRef;
+use rusqlite::vtab::{
+    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
+    VTabCursor,
+};
+use rusqlite::{ffi, Connection, Result};
+
+use super::{error, plan_arguments, planned_arguments, quote_identifier, table_argument};
+use super::{table_columns, unwind_safe};
+use crate::core::election::{Ballots, OrderKey, Sortable};
+use crate::sqlite::scalars::describe;
+
+const NAME: &str = "dedup_elected";
+/// Hidden argument columns start after the two output columns.
+const FIRST_ARGUMENT: c_int = 2;
+
+/// Registers the eponymous table-valued function `elected`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_module(NAME, eponymous_only_module::<ElectedTab>(), None)
+}
+
+/// One column of the ranking: its name and whether it is descending.
+fn ranking_columns(ranking: &str, have: &[String]) -> Result<Vec<(String, bool)>> {
+    let bad = |why: &str| {
+        error(
+            NAME,
+            &format!("ranking must list columns of input, each optionally followed by ASC or DESC ({why})"),
+            &format!("'{ranking}'"),
+        )
+    };
+    let mut out = Vec::new();
+    for part in ranking.split(',') {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let (column, descending) = match words.as_slice() {
+            [c] => (*c, false),
+            [c, d] if d.eq_ignore_ascii_case("asc") => (*c, false),
+            [c, d] if d.eq_ignore_ascii_case("desc") => (*c, true),
+            [] => return Err(bad("an empty entry")),
+            _ => {
+                return Err(bad(&format!(
+                    "'{}' is not a column and a direction",
+                    part.trim()
+                )))
+            }
+        };
+        if !have.iter().any(|h| h.eq_ignore_ascii_case(column)) {
+            return Err(bad(&format!("no column '{column}'")));
+        }
+        out.push((column.to_string(), descending));
+    }
+    Ok(out)
+}
+
+/// Reads `input` and elects each group's survivor.
+fn elect(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64)>> {
+    let input = table_argument(NAME, "input", args[0])?;
+    let group = table_argument(NAME, "grp", args[1])?;
+    let ranking = match args[2] {
+        Some(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+        Some(other) => {
+            return Err(error(
+                NAME,
+                "ranking must be a list of columns",
+                &describe(other),
+            ))
+        }
+        None => return Err(error(NAME, "ranking is required", "no argument")),
+    };
+    let have = table_columns(db, NAME, "input", &input)?;
+    for (what, column) in [("id", "id"), ("grp", group.as_str())] {
+        if !have.iter().any(|h| h.eq_ignore_ascii_case(column)) {
+            return Err(error(
+                NAME,
+                &format!("input must have the column {what} names"),
+                &format!("'{input}' without '{column}'"),
+            ));
+        }
+    }
+    let ranking = ranking_columns(&ranking, &have)?;
+    let sql = format!(
+        "SELECT id, {}{} FROM {}",
+        quote_identifier(&group),
+        ranking
+            .iter()
+            .map(|(c, _)| format!(", {}", quote_identifier(c)))
+            .collect::<String>(),
+        quote_identifier(&input)
+    );
+    let mut stmt = db.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    let mut ballots = Ballots::new();
+    let (mut group_key, mut order) = (OrderKey::new(), OrderKey::new());
+    while let Some(row) = rows.next()? {
+        let id = match row.get_ref(0)? {
+            ValueRef::Integer(i) => i,
+            other => {
+                return Err(error(
+                    NAME,
+                    &format!("id in '{input}' must be an integer"),
+                    &describe(other),
+                ))
+            }
+        };
+        group_key.clear();
+        group_key.push(sortable(row.get_ref(1)?), false);
+        order.clear();
+        for (k, (_, descending)) in ranking.iter().enumerate() {
+            order.push(sortable(row.get_ref(k + 2)?), *descending);
+        }
+        ballots.add(id, group_key.as_bytes(), order.as_bytes());
+    }
+    Ok(ballots.elect())
+}
+
+/// A value as the election compares it.
+fn sortable(value: ValueRef<'_>) -> Sortable<'_> {
+    match value {
+        ValueRef::Null => Sortable::Null,
+        ValueRef::Integer(i) => Sortable::Integer(i),
+        ValueRef::Real(r) => Sortable::Real(r),
+        ValueRef::Text(t) => Sortable::Text(t),
+        ValueRef::Blob(b) => Sortable::Blob(b),
+    }
+}
+
+#[repr(C)]
+struct ElectedTab {
+    base: ffi::sqlite3_vtab,
+    db: *mut ffi::sqlite3,
+}
+
+unsafe impl<'vtab> VTab<'vtab> for ElectedTab {
+    type Aux = ();
+    type Cursor = ElectedCursor<'vtab>;
+
+    fn connect(
+        db: &mut VTabConnection,
+        _aux: Option<&()>,
+        _args: &[&[u8]],
+    ) -> Result<(String, Self)> {
+        // Reads other tables of the database: not innocuous.
+        db.config(VTabConfig::DirectOnly)?;
+        let handle = unsafe { db.handle() };
+        Ok((
+            "CREATE TABLE x(id INTEGER, survivor INTEGER, input HIDDEN, grp HIDDEN, ranking HIDDEN)"
+                .to_owned(),
+            ElectedTab {
+                base: ffi::sqlite3_vtab::default(),
+                db: handle,
+            },
+        ))
+    }
+
+    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
+        unwind_safe(NAME, || plan_arguments(info, FIRST_ARGUMENT, 3, 0b111, 1e6))
+    }
+
+    fn open(&mut self) -> Result<ElectedCursor<'_>> {
+        Ok(ElectedCursor {
+            base: ffi::sqlite3_vtab_cursor::default(),
+            db: self.db,
+            rows: Vec::new(),
+            next: 0,
+            phantom: std::marker::PhantomData,
+        })
+    }
+}
+
+#[repr(C)]
+struct ElectedCursor<'vtab> {
+    base: ffi::sqlite3_vtab_cursor,
+    db: *mut ffi::sqlite3,
+    rows: Vec<(i64, i64)>,
+    next: usize,
+    phantom: std::marker::PhantomData<&'vtab ElectedTab>,
+}
+
+unsafe impl VTabCursor for ElectedCursor<'_> {
+    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
+        self.rows = unwind_safe(NAME, || {
+            let given = planned_arguments(idx_num, args, 3);
+            // A non-owning handle on the connection that runs this query.
+            let db = unsafe { Connection::from_handle(self.db) }?;
+            elect(&db, &given)
+        })?;
+        self.next = 0;
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.next += 1;
+        Ok(())
+    }
+
+    fn eof(&self) -> bool {
+        self.next >= self.rows.len()
+    }
+
+    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
+        match (self.rows.get(self.next), i) {
+            (Some(r), 0) => ctx.set_result(&r.0),
+            (Some(r), 1) => ctx.set_result(&r.1),
+            _ => ctx.set_result(&rusqlite::types::Null),
+        }
+    }
+
+    fn rowid(&self) -> Result<i64> {
+        Ok(self.next as i64 + 1)
+    }
+}
