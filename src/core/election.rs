@@ -75,15 +75,8 @@ impl OrderKey {
     /// A number: its double `f` in order, then `offset`, what an integer
     /// differs from `f` by (less than 2^11 either way).
     fn number(&mut self, f: f64, offset: i128) {
-        let f = if f == 0.0 { 0.0 } else { f }; // -0.0 = 0.0
-        let bits = f.to_bits();
-        let ordered = if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits ^ (1 << 63)
-        };
         self.bytes.push(0x02);
-        self.bytes.extend_from_slice(&ordered.to_be_bytes());
+        self.bytes.extend_from_slice(&ordered_bits(f).to_be_bytes());
         match offset.cmp(&0) {
             Ordering::Equal => self.bytes.push(0x80),
             other => {
@@ -109,6 +102,18 @@ impl OrderKey {
     /// The encoded key.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
+    }
+}
+
+/// A double's bits as an unsigned integer in the double's order (-0.0 as
+/// 0.0): compared as integers, two such values compare as the doubles.
+pub fn ordered_bits(f: f64) -> u64 {
+    let f = if f == 0.0 { 0.0 } else { f };
+    let bits = f.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits ^ (1 << 63)
     }
 }
 

@@ -8,16 +8,12 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
+use crate::core::election::ordered_bits;
+
 /// The sort key of one value (see the module's documentation).
 pub fn sort_key(value: ValueRef<'_>) -> Option<Vec<u8>> {
     let number = |f: f64, offset: i128| {
-        let f = if f == 0.0 { 0.0 } else { f }; // -0.0 = 0.0
-        let bits = f.to_bits();
-        let ordered = if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits ^ (1 << 63)
-        };
+        let ordered = ordered_bits(f);
         // (An integer past 2^53 differs from its nearest double by less
         // than 2^11: the offset keeps such integers apart, in order.)
         let offset = (offset.clamp(i64::MIN as i128, i64::MAX as i128) as i64 as u64) ^ (1 << 63);
