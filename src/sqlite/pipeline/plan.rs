@@ -11,7 +11,7 @@ use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 45] = [
+pub const TEMP_OBJECTS: [(&str, &str); 47] = [
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
     ("TABLE", "_dedup_lsh_new"),
@@ -51,7 +51,9 @@ pub const TEMP_OBJECTS: [(&str, &str); 45] = [
     ("TABLE", "_dedup_chrome"),
     ("TABLE", "_dedup_near_input"),
     ("TABLE", "_dedup_exact_winners"),
+    ("VIEW", "_dedup_content_ballots"),
     ("TABLE", "_dedup_content_ranked"),
+    ("VIEW", "_dedup_url_ballots"),
     ("TABLE", "_dedup_url_ranked"),
     ("TABLE", "_dedup_prepared"),
     ("TABLE", "_dedup_run"),
