@@ -28,14 +28,18 @@ from corpora import corpus  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXT = os.path.join(ROOT, "target", "release", "libdedup")
 
-READ = ("SELECT sum(length(url)), sum(length(content)), sum(length(parsed)), count(title),"
+# (Each text is loaded by taking its length in bytes: length() of a TEXT
+# value counts its characters, a pass over its bytes that phase 1 does not
+# make; length(CAST(... AS BLOB)) loads the value and counts nothing.)
+READ = ("SELECT sum(length(CAST(url AS BLOB))), sum(length(CAST(content AS BLOB))),"
+        " sum(length(CAST(parsed AS BLOB))), count(title),"
         " count(content_hash), count(datetime), count(crawled), count(category), count(length)"
         " FROM pages {where}")
 # (The default settings' options, as temp._dedup_run holds them: url_options
 # '' and strict_options 'keep_params,'.)
 FUNCTIONS = ("SELECT count(dedup_invalid_text(url, content, parsed)), count(canonical_url(url, '')),"
              " count(url_domain(url, '')), count(url_wayback(url)), count(url_discard_reason(url, '')),"
-             " count(canonical_url(url, 'keep_params,')), sum(length(content)), count(title),"
+             " count(canonical_url(url, 'keep_params,')), sum(length(CAST(content AS BLOB))), count(title),"
              " count(content_hash), count(datetime), count(crawled), count(category), count(length)"
              " FROM pages {where}")
 
