@@ -17,10 +17,10 @@ use std::ffi::c_int;
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{
     eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
-    VTabCursor,
 };
 use rusqlite::{ffi, Connection, Result};
 
+use super::rows_cursor::{RowSource, RowsCursor};
 use super::{error, plan_arguments, planned_arguments, quote_identifier, table_argument};
 use super::{table_columns, unwind_safe};
 use crate::core::election::{Ballots, OrderKey, Sortable};
@@ -147,7 +147,7 @@ struct ElectedTab {
 
 unsafe impl<'vtab> VTab<'vtab> for ElectedTab {
     type Aux = ();
-    type Cursor = ElectedCursor<'vtab>;
+    type Cursor = RowsCursor<'vtab, Elections>;
 
     fn connect(
         db: &mut VTabConnection,
@@ -171,56 +171,34 @@ unsafe impl<'vtab> VTab<'vtab> for ElectedTab {
         unwind_safe(NAME, || plan_arguments(info, FIRST_ARGUMENT, 3, 0b111, 1e6))
     }
 
-    fn open(&mut self) -> Result<ElectedCursor<'_>> {
-        Ok(ElectedCursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
-            db: self.db,
-            rows: Vec::new(),
-            next: 0,
-            phantom: std::marker::PhantomData,
-        })
+    fn open(&mut self) -> Result<RowsCursor<'_, Elections>> {
+        Ok(RowsCursor::new(Elections { db: self.db }))
     }
 }
 
-#[repr(C)]
-struct ElectedCursor<'vtab> {
-    base: ffi::sqlite3_vtab_cursor,
+/// A cursor's source: the connection whose query calls the function.
+struct Elections {
     db: *mut ffi::sqlite3,
-    rows: Vec<(i64, i64)>,
-    next: usize,
-    phantom: std::marker::PhantomData<&'vtab ElectedTab>,
 }
 
-unsafe impl VTabCursor for ElectedCursor<'_> {
-    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        self.rows = unwind_safe(NAME, || {
+impl RowSource for Elections {
+    /// (id, survivor)
+    type Row = (i64, i64);
+
+    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(i64, i64)>> {
+        unwind_safe(NAME, || {
             let given = planned_arguments(idx_num, args, 3);
             // A non-owning handle on the connection that runs this query.
             let db = unsafe { Connection::from_handle(self.db) }?;
             elect(&db, &given)
-        })?;
-        self.next = 0;
-        Ok(())
+        })
     }
 
-    fn next(&mut self) -> Result<()> {
-        self.next += 1;
-        Ok(())
-    }
-
-    fn eof(&self) -> bool {
-        self.next >= self.rows.len()
-    }
-
-    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
-        match (self.rows.get(self.next), i) {
-            (Some(r), 0) => ctx.set_result(&r.0),
-            (Some(r), 1) => ctx.set_result(&r.1),
+    fn column(row: &(i64, i64), _position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
+        match i {
+            0 => ctx.set_result(&row.0),
+            1 => ctx.set_result(&row.1),
             _ => ctx.set_result(&rusqlite::types::Null),
         }
-    }
-
-    fn rowid(&self) -> Result<i64> {
-        Ok(self.next as i64 + 1)
     }
 }

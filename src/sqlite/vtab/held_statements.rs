@@ -24,14 +24,13 @@
 //! `None`).
 
 use std::ffi::{c_int, CStr};
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
-use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection, VTabCursor,
-};
+use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Error, Result};
+
+use super::rows_cursor::{RowSource, RowsCursor};
 
 const NAME: &str = "dedup_held_statements";
 
@@ -224,7 +223,7 @@ struct HeldTab {
 
 unsafe impl<'vtab> VTab<'vtab> for HeldTab {
     type Aux = Held;
-    type Cursor = HeldCursor<'vtab>;
+    type Cursor = RowsCursor<'vtab, HeldTexts>;
 
     fn connect(
         db: &mut VTabConnection,
@@ -250,13 +249,8 @@ unsafe impl<'vtab> VTab<'vtab> for HeldTab {
         Ok(())
     }
 
-    fn open(&mut self) -> Result<HeldCursor<'_>> {
-        Ok(HeldCursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
-            rows: Vec::new(),
-            next: 0,
-            phantom: PhantomData,
-        })
+    fn open(&mut self) -> Result<RowsCursor<'_, HeldTexts>> {
+        Ok(RowsCursor::new(HeldTexts(self.held.clone())))
     }
 }
 
@@ -285,40 +279,17 @@ impl Drop for HeldTab {
     }
 }
 
-#[repr(C)]
-struct HeldCursor<'vtab> {
-    base: ffi::sqlite3_vtab_cursor,
-    rows: Vec<String>,
-    next: usize,
-    phantom: PhantomData<&'vtab HeldTab>,
-}
+/// A cursor's source: the statements held, as their SQL texts.
+struct HeldTexts(Held);
 
-unsafe impl VTabCursor for HeldCursor<'_> {
-    fn filter(&mut self, _idx: c_int, _idx_str: Option<&str>, _args: &Filters<'_>) -> Result<()> {
-        // Safety: the cursor was opened by its table, which outlives it.
-        let tab = unsafe { &*(self.base.pVtab as *const HeldTab) };
-        self.rows = tab.held.texts();
-        self.next = 0;
-        Ok(())
+impl RowSource for HeldTexts {
+    type Row = String;
+
+    fn rows(&mut self, _idx_num: c_int, _args: &Filters<'_>) -> Result<Vec<String>> {
+        Ok(self.0.texts())
     }
 
-    fn next(&mut self) -> Result<()> {
-        self.next += 1;
-        Ok(())
-    }
-
-    fn eof(&self) -> bool {
-        self.next >= self.rows.len()
-    }
-
-    fn column(&self, ctx: &mut Context, _i: c_int) -> Result<()> {
-        match self.rows.get(self.next) {
-            Some(sql) => ctx.set_result(sql),
-            None => ctx.set_result(&rusqlite::types::Null),
-        }
-    }
-
-    fn rowid(&self) -> Result<i64> {
-        Ok(self.next as i64 + 1)
+    fn column(sql: &String, _position: usize, ctx: &mut Context, _i: c_int) -> Result<()> {
+        ctx.set_result(sql)
     }
 }

@@ -4,14 +4,12 @@
 //! `num_perm / bands`, and `bands * rows` may not exceed `num_perm`.
 
 use std::ffi::c_int;
-use std::marker::PhantomData;
 
 use rusqlite::types::ValueRef;
-use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection, VTabCursor,
-};
+use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Error, Result};
 
+use super::rows_cursor::{RowSource, RowsCursor};
 use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::sketch::Signature;
 use crate::sqlite::scalars::describe;
@@ -36,7 +34,7 @@ struct LshBandsTab {
 
 unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
     type Aux = ();
-    type Cursor = LshBandsCursor<'vtab>;
+    type Cursor = RowsCursor<'vtab, BandKeys>;
 
     fn connect(
         _db: &mut VTabConnection,
@@ -55,22 +53,9 @@ unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
         })
     }
 
-    fn open(&mut self) -> Result<LshBandsCursor<'_>> {
-        Ok(LshBandsCursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
-            keys: Vec::new(),
-            next: 0,
-            phantom: PhantomData,
-        })
+    fn open(&mut self) -> Result<RowsCursor<'_, BandKeys>> {
+        Ok(RowsCursor::new(BandKeys))
     }
-}
-
-#[repr(C)]
-struct LshBandsCursor<'vtab> {
-    base: ffi::sqlite3_vtab_cursor,
-    keys: Vec<i64>,
-    next: usize,
-    phantom: PhantomData<&'vtab LshBandsTab>,
 }
 
 /// The band keys of the constraint values, checked.
@@ -109,34 +94,21 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
     Ok((0..bands).map(|b| signature.band_key(b, rows)).collect())
 }
 
-unsafe impl VTabCursor for LshBandsCursor<'_> {
-    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        self.keys = unwind_safe("lsh_bands", || band_keys(idx_num, args))?;
-        self.next = 0;
-        Ok(())
+/// A cursor's source: the band keys, in band order.
+struct BandKeys;
+
+impl RowSource for BandKeys {
+    type Row = i64;
+
+    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
+        unwind_safe("lsh_bands", || band_keys(idx_num, args))
     }
 
-    fn next(&mut self) -> Result<()> {
-        self.next += 1;
-        Ok(())
-    }
-
-    fn eof(&self) -> bool {
-        self.next >= self.keys.len()
-    }
-
-    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
+    fn column(key: &i64, band: usize, ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
-            0 => ctx.set_result(&(self.next as i64)),
-            1 => match self.keys.get(self.next) {
-                Some(k) => ctx.set_result(k),
-                None => ctx.set_result(&rusqlite::types::Null),
-            },
+            0 => ctx.set_result(&(band as i64)),
+            1 => ctx.set_result(key),
             _ => ctx.set_result(&rusqlite::types::Null),
         }
-    }
-
-    fn rowid(&self) -> Result<i64> {
-        Ok(self.next as i64 + 1)
     }
 }

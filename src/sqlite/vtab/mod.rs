@@ -5,6 +5,7 @@ pub mod held_statements;
 pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
+mod rows_cursor;
 pub mod scan_table;
 pub mod segments;
 

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{
     eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
-    VTabCursor,
 };
 use rusqlite::{ffi, Connection, Result};
 
+use super::rows_cursor::{RowSource, RowsCursor};
 use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::near_dups::{Removal, ScanStats};
 
@@ -51,7 +51,7 @@ struct ScanTab<S> {
 
 unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
     type Aux = LastScan;
-    type Cursor = ScanCursor<'vtab, S>;
+    type Cursor = RowsCursor<'vtab, Scanned<S>>;
 
     fn connect(
         db: &mut VTabConnection,
@@ -82,30 +82,27 @@ unsafe impl<'vtab, S: Scan> VTab<'vtab> for ScanTab<S> {
         })
     }
 
-    fn open(&mut self) -> Result<ScanCursor<'_, S>> {
-        Ok(ScanCursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
+    fn open(&mut self) -> Result<RowsCursor<'_, Scanned<S>>> {
+        Ok(RowsCursor::new(Scanned {
             db: self.db,
             last: self.last.clone(),
-            rows: Vec::new(),
-            next: 0,
-            phantom: PhantomData,
-        })
+            scan: PhantomData,
+        }))
     }
 }
 
-#[repr(C)]
-struct ScanCursor<'vtab, S> {
-    base: ffi::sqlite3_vtab_cursor,
+/// A cursor's source: the connection whose query calls the scan, and
+/// where its counters go.
+struct Scanned<S> {
     db: *mut ffi::sqlite3,
     last: LastScan,
-    rows: Vec<Removal>,
-    next: usize,
-    phantom: PhantomData<&'vtab ScanTab<S>>,
+    scan: PhantomData<S>,
 }
 
-unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
-    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
+impl<S: Scan> RowSource for Scanned<S> {
+    type Row = Removal;
+
+    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<Removal>> {
         let (removed, stats) = unwind_safe(S::NAME, || {
             let given = planned_arguments(idx_num, args, S::ARGUMENTS.len());
             // A non-owning handle on the connection that runs this query.
@@ -115,24 +112,10 @@ unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(stats);
         }
-        self.rows = removed;
-        self.next = 0;
-        Ok(())
+        Ok(removed)
     }
 
-    fn next(&mut self) -> Result<()> {
-        self.next += 1;
-        Ok(())
-    }
-
-    fn eof(&self) -> bool {
-        self.next >= self.rows.len()
-    }
-
-    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
-        let Some(r) = self.rows.get(self.next) else {
-            return ctx.set_result(&rusqlite::types::Null);
-        };
+    fn column(r: &Removal, _position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
             0 => ctx.set_result(&r.id),
             1 => ctx.set_result(&r.survivor),
@@ -140,9 +123,5 @@ unsafe impl<S: Scan> VTabCursor for ScanCursor<'_, S> {
             3 => ctx.set_result(&r.ratio),
             _ => ctx.set_result(&rusqlite::types::Null),
         }
-    }
-
-    fn rowid(&self) -> Result<i64> {
-        Ok(self.next as i64 + 1)
     }
 }

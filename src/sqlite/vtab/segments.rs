@@ -3,14 +3,12 @@
 //! integer that counts it across pages; see [`crate::core::segments`]).
 
 use std::ffi::c_int;
-use std::marker::PhantomData;
 
 use rusqlite::types::ValueRef;
-use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection, VTabCursor,
-};
+use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Result};
 
+use super::rows_cursor::{RowSource, RowsCursor};
 use super::{error, plan_arguments, planned_arguments, unwind_safe};
 use crate::core::segments::segments;
 use crate::sqlite::scalars::describe;
@@ -31,7 +29,7 @@ struct SegmentsTab {
 
 unsafe impl<'vtab> VTab<'vtab> for SegmentsTab {
     type Aux = ();
-    type Cursor = SegmentsCursor<'vtab>;
+    type Cursor = RowsCursor<'vtab, Segments>;
 
     fn connect(
         _db: &mut VTabConnection,
@@ -50,23 +48,9 @@ unsafe impl<'vtab> VTab<'vtab> for SegmentsTab {
         unwind_safe(NAME, || plan_arguments(info, COL_TEXT, 1, 1, 10.0))
     }
 
-    fn open(&mut self) -> Result<SegmentsCursor<'_>> {
-        Ok(SegmentsCursor {
-            base: ffi::sqlite3_vtab_cursor::default(),
-            rows: Vec::new(),
-            next: 0,
-            phantom: PhantomData,
-        })
+    fn open(&mut self) -> Result<RowsCursor<'_, Segments>> {
+        Ok(RowsCursor::new(Segments))
     }
-}
-
-#[repr(C)]
-struct SegmentsCursor<'vtab> {
-    base: ffi::sqlite3_vtab_cursor,
-    /// (segment, hash) in text order.
-    rows: Vec<(String, i64)>,
-    next: usize,
-    phantom: PhantomData<&'vtab SegmentsTab>,
 }
 
 /// The segments of the constraint value, checked.
@@ -90,35 +74,22 @@ fn split(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
     }
 }
 
-unsafe impl VTabCursor for SegmentsCursor<'_> {
-    fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        self.rows = unwind_safe(NAME, || split(idx_num, args))?;
-        self.next = 0;
-        Ok(())
+/// A cursor's source: (segment, hash) in text order.
+struct Segments;
+
+impl RowSource for Segments {
+    type Row = (String, i64);
+
+    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
+        unwind_safe(NAME, || split(idx_num, args))
     }
 
-    fn next(&mut self) -> Result<()> {
-        self.next += 1;
-        Ok(())
-    }
-
-    fn eof(&self) -> bool {
-        self.next >= self.rows.len()
-    }
-
-    fn column(&self, ctx: &mut Context, i: c_int) -> Result<()> {
-        let Some((segment, hash)) = self.rows.get(self.next) else {
-            return ctx.set_result(&rusqlite::types::Null);
-        };
+    fn column(row: &(String, i64), position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
-            0 => ctx.set_result(&(self.next as i64 + 1)),
-            1 => ctx.set_result(segment),
-            2 => ctx.set_result(hash),
+            0 => ctx.set_result(&(position as i64 + 1)),
+            1 => ctx.set_result(&row.0),
+            2 => ctx.set_result(&row.1),
             _ => ctx.set_result(&rusqlite::types::Null),
         }
-    }
-
-    fn rowid(&self) -> Result<i64> {
-        Ok(self.next as i64 + 1)
     }
 }
