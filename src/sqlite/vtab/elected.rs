@@ -182,16 +182,15 @@ struct Elections {
 }
 
 impl RowSource for Elections {
+    const NAME: &'static str = NAME;
     /// (id, survivor)
     type Row = (i64, i64);
 
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(i64, i64)>> {
-        unwind_safe(NAME, || {
-            let given = planned_arguments(idx_num, args, 3);
-            // A non-owning handle on the connection that runs this query.
-            let db = unsafe { Connection::from_handle(self.db) }?;
-            elect(&db, &given)
-        })
+        let given = planned_arguments(idx_num, args, 3);
+        // A non-owning handle on the connection that runs this query.
+        let db = unsafe { Connection::from_handle(self.db) }?;
+        elect(&db, &given)
     }
 
     fn column(row: &(i64, i64), _position: usize, ctx: &mut Context, i: c_int) -> Result<()> {

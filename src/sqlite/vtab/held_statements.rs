@@ -283,6 +283,7 @@ impl Drop for HeldTab {
 struct HeldTexts(Held);
 
 impl RowSource for HeldTexts {
+    const NAME: &'static str = NAME;
     type Row = String;
 
     fn rows(&mut self, _idx_num: c_int, _args: &Filters<'_>) -> Result<Vec<String>> {

@@ -48,9 +48,7 @@ unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
     }
 
     fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        unwind_safe("lsh_bands", || {
-            plan_arguments(info, COL_SIGNATURE, 3, 3, 10.0)
-        })
+        unwind_safe(NAME, || plan_arguments(info, COL_SIGNATURE, 3, 3, 10.0))
     }
 
     fn open(&mut self) -> Result<RowsCursor<'_, BandKeys>> {
@@ -98,10 +96,11 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
 struct BandKeys;
 
 impl RowSource for BandKeys {
+    const NAME: &'static str = NAME;
     type Row = i64;
 
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
-        unwind_safe("lsh_bands", || band_keys(idx_num, args))
+        band_keys(idx_num, args)
     }
 
     fn column(key: &i64, band: usize, ctx: &mut Context, i: c_int) -> Result<()> {

@@ -9,12 +9,17 @@ use std::marker::PhantomData;
 use rusqlite::vtab::{Context, Filters, VTabCursor};
 use rusqlite::{ffi, Result};
 
+use super::unwind_safe;
+
 /// What one table-valued function supplies to [`RowsCursor`].
 pub(super) trait RowSource {
+    /// The function's name, in its errors.
+    const NAME: &'static str;
     /// One output row.
     type Row;
 
-    /// Every row of the call with these arguments.
+    /// Every row of the call with these arguments (a panic in it is an
+    /// error naming the function: [`unwind_safe`]).
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<Self::Row>>;
 
     /// Sets column `i` of `row`, the call's row number `position` (from 0).
@@ -47,7 +52,8 @@ impl<S: RowSource> RowsCursor<'_, S> {
 
 unsafe impl<S: RowSource> VTabCursor for RowsCursor<'_, S> {
     fn filter(&mut self, idx_num: c_int, _idx_str: Option<&str>, args: &Filters<'_>) -> Result<()> {
-        self.rows = self.source.rows(idx_num, args)?;
+        let source = &mut self.source;
+        self.rows = unwind_safe(S::NAME, || source.rows(idx_num, args))?;
         self.next = 0;
         Ok(())
     }

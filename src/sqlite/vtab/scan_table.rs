@@ -100,15 +100,14 @@ struct Scanned<S> {
 }
 
 impl<S: Scan> RowSource for Scanned<S> {
+    const NAME: &'static str = S::NAME;
     type Row = Removal;
 
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<Removal>> {
-        let (removed, stats) = unwind_safe(S::NAME, || {
-            let given = planned_arguments(idx_num, args, S::ARGUMENTS.len());
-            // A non-owning handle on the connection that runs this query.
-            let db = unsafe { Connection::from_handle(self.db) }?;
-            S::run(&db, &given)
-        })?;
+        let given = planned_arguments(idx_num, args, S::ARGUMENTS.len());
+        // A non-owning handle on the connection that runs this query.
+        let db = unsafe { Connection::from_handle(self.db) }?;
+        let (removed, stats) = S::run(&db, &given)?;
         if let Ok(mut last) = self.last.lock() {
             *last = Some(stats);
         }

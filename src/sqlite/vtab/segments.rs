@@ -78,10 +78,11 @@ fn split(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
 struct Segments;
 
 impl RowSource for Segments {
+    const NAME: &'static str = NAME;
     type Row = (String, i64);
 
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
-        unwind_safe(NAME, || split(idx_num, args))
+        split(idx_num, args)
     }
 
     fn column(row: &(String, i64), position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
