@@ -78,6 +78,9 @@ pub struct Settings {
     pub prefer: Vec<String>,
     /// `prefer` as the JSON array it was given in.
     pub prefer_json: String,
+    /// Where `prefer` came from: the caller's SQL, or the database's own
+    /// `dedup_settings` (compiled only under [`crate::sqlite::pipeline::untrusted`]'s rules).
+    pub prefer_from: Origin,
     /// The table's columns for the pipeline's names (`url`, `parsed`, ...)
     /// when they are named otherwise: (pipeline name, column).
     pub columns: Vec<(String, String)>,
@@ -93,6 +96,16 @@ pub struct Settings {
     /// Which phases run here ([`Phases`]; not a setting of its own: the
     /// entry point decides).
     pub phases: Phases,
+}
+
+/// Who wrote a setting that is compiled as SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The call's JSON argument (or a default): the caller's own SQL.
+    #[default]
+    Caller,
+    /// The database's `dedup_settings`: data, held to a schema's rules.
+    Database,
 }
 
 /// Which phases a run computes on this connection.
@@ -129,6 +142,7 @@ impl Default for Settings {
             compat: "none".into(),
             prefer: Vec::new(),
             prefer_json: "[]".into(),
+            prefer_from: Origin::Caller,
             columns: Vec::new(),
             lsh_election: "direct".into(),
             full: false,
@@ -240,6 +254,7 @@ pub fn read(
             ));
         }
     }
+    let from_database = pairs.len();
     if let Some(json) = overrides {
         // (json_type raises "malformed JSON" on text that is not JSON,
         // which would not say what was wrong: asked only of valid JSON.)
@@ -299,7 +314,15 @@ pub fn read(
         }
         pairs.extend(given);
     }
-    parse(&pairs)
+    let mut s = parse(&pairs)?;
+    // (The JSON argument's pairs come last: the last `prefer` is the one
+    // parse kept.)
+    if let Some(at) = pairs.iter().rposition(|(k, _)| k == "prefer") {
+        if at < from_database {
+            s.prefer_from = Origin::Database;
+        }
+    }
+    Ok(s)
 }
 
 /// The keys of `pairs` that name no setting, for an error: each quoted,
