@@ -165,6 +165,12 @@ def test_columns_of_other_names_are_mapped_and_restored(tmp_path):
     ({"url": "content"}, "columns reads content from 'content', the column the URLs are read from"),
     ({"content_hash": "url"}, "columns reads content_hash from 'url', the column the URLs are read from"),
     ("url=link", "columns must be a JSON object from the pipeline's names"),
+    # One name's values written into another's column: every kept URL a host
+    # name, or (a swap) every row unparseable.
+    ({"domain": "url"}, "columns maps 'domain' to the column 'url', got the column of the pipeline's own url"),
+    ({"url": "crawled", "crawled": "url"}, "columns maps 'url' to the column 'crawled', got the column of the "
+                                           "pipeline's own crawled"),
+    ({"datetime": "crawled"}, "columns maps 'datetime' to the column 'crawled'"),
 ])
 def test_a_bad_columns_setting_is_refused(tmp_path, columns, message):
     db = crawl(str(tmp_path / "crawl.db"))

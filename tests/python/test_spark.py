@@ -500,3 +500,21 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
     fresh = P.connect(db)
     with pytest.raises(sqlite3.Error, match="no rows are prepared on this connection"):
         fresh.execute("SELECT dedup_rows_arrow(NULL, NULL)").fetchone()
+
+
+def test_a_shard_given_twice_by_any_path_is_refused_before_anything_changes(package, tmp_path):
+    """`spark run a.db b.db a.db` (or a.db by a link, or a byte-identical
+    copy) would remove every page of a.db as a duplicate of its copy."""
+    shards = split(P.DEMO, tmp_path, [0.5])
+    link = str(tmp_path / "link.db")
+    os.symlink(shards[0], link)
+    copy = str(tmp_path / "copy.db")
+    shutil.copy(shards[1], copy)
+    before = [dump(p) for p in shards]
+    for args, named in [([shards[0], shards[1], shards[0]], "same file"),
+                        ([shards[0], shards[1], link], "same file"),
+                        ([shards[0], shards[1], copy], "byte-identical copy")]:
+        run = spark_cli(package, [*args, "--master", "local[2]"], timeout=120)
+        assert run.returncode == 1, run.stderr
+        assert named in run.stderr and "nothing was changed" in run.stderr, run.stderr
+        assert [dump(p) for p in shards] == before

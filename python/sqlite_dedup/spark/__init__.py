@@ -23,7 +23,7 @@ import os
 import time
 import uuid
 
-from . import _tasks
+from . import _shards, _tasks
 
 __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 
@@ -222,6 +222,9 @@ def run(spark, shard_paths, settings=None, partition_rows=None):
     the plan was kept) is completed first, without planning again."""
     settings_json = _settings_json(settings)
     paths = [os.path.abspath(p) for p in shard_paths]
+    problem = _shards.repeated(paths)
+    if problem:
+        raise ValueError(f"sqlite-dedup spark: {problem}; nothing was changed")
     sc = spark.sparkContext
     states = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
         lambda ip: (ip[0],) + _tasks.job_state(ip[0], ip[1])).collect()

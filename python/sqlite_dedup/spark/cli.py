@@ -7,6 +7,7 @@ import os
 import sys
 
 from sqlite_dedup.cli import add_near_mode_options, database_problem
+from sqlite_dedup.spark._shards import repeated
 
 
 def parser():
@@ -50,7 +51,7 @@ def main(argv=None):
     """`sqlite-dedup spark`: parses `argv`, runs the job on the shards named
     and returns its exit code."""
     args = parser().parse_args(argv)
-    problems = [p for p in map(database_problem, args.shards) if p]
+    problems = [p for p in map(database_problem, args.shards) if p] or [p for p in [repeated(args.shards)] if p]
     if problems:
         print(f"sqlite-dedup spark: {problems[0]}; nothing was changed", file=sys.stderr)
         return 1

@@ -256,6 +256,21 @@ impl Source {
                 ));
             }
         }
+        // (A run writes the pipeline's values into the mapped columns:
+        // `{"domain": "url"}` would write host names over every URL, and a
+        // swap of two names reads each from the other's column.)
+        for (pipeline, real) in renamed {
+            if let Some(other) = PAGE_COLUMNS
+                .iter()
+                .find(|p| p.eq_ignore_ascii_case(real) && !p.eq_ignore_ascii_case(pipeline))
+            {
+                return fail(format!(
+                    "dedup: columns maps {} to the column {}, got the column of the pipeline's own {other} (a run would read and write {pipeline}'s values in it): map {pipeline} to a column of another name; nothing was changed",
+                    excerpt(pipeline),
+                    excerpt(real),
+                ));
+            }
+        }
         if let Some(c) = columns
             .iter()
             .find(|c| ARCHIVE_META.iter().any(|m| c.name.eq_ignore_ascii_case(m)))
