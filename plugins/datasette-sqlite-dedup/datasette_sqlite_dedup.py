@@ -2,10 +2,17 @@
 minhash, ...) available to every query Datasette runs, and a review page of
 what the runs removed at /-/dedup-review/DATABASE (sqlite_dedup.review).
 The pipeline functions are DIRECTONLY and write: Datasette's read-only
-queries cannot run them."""
+queries cannot run them. The review page answers only an actor who may view
+the database and the tables it shows (as the database's own pages do), with
+a Content-Security-Policy that allows no script but its own."""
+import urllib.parse
+
 import sqlite_dedup
 from datasette import hookimpl
-from datasette.utils.asgi import Response
+from datasette.utils.asgi import Forbidden, Response
+
+# The tables the page reads (the pages table is added per database).
+SHOWN_TABLES = ("dedup_runs", "dedup_removed", "dedup_why", "dedup_notes")
 
 
 @hookimpl
@@ -13,17 +20,40 @@ def prepare_connection(conn):
     sqlite_dedup.load(conn)
 
 
+async def _allowed(datasette, actor, name, tables):
+    """Whether `actor` may view database `name` and each of `tables`, by the
+    same checks Datasette makes for their own pages."""
+    checks = [("view-instance", None), ("view-database", name)] + [("view-table", (name, t)) for t in tables]
+    for action, resource in checks:
+        if hasattr(datasette, "permission_allowed"):
+            ok = await datasette.permission_allowed(actor, action, resource=resource, default=True)
+        else:  # (Datasette 1.0's name for the same check)
+            ok = await datasette.allowed(actor=actor, action=action, resource=resource)
+        if not ok:
+            return False
+    return True
+
+
 async def review(datasette, request):
-    from sqlite_dedup.review import review_html
+    from sqlite_dedup.review import content_security_policy_of, review_html
     name = request.url_vars["database"]
     try:
         db = datasette.get_database(name)
     except KeyError:
-        return Response.html(f"no database {name!r}", status=404)
-    link = lambda rowid: datasette.urls.table(name, "dedup_why") + f"?rowid={rowid}"
+        return Response.html("no such database", status=404)
+
+    def pages_table(conn):
+        from sqlite_dedup.review import pages_table_of
+        return pages_table_of(conn)
+
+    table = await db.execute_fn(pages_table)
+    if not await _allowed(datasette, request.actor, name, SHOWN_TABLES + (table,)):
+        raise Forbidden("You do not have permission to view this database's review")
+    link = lambda rowid: (datasette.urls.table(name, "dedup_why") + "?rowid="
+                          + urllib.parse.quote(str(rowid), safe=""))
     page = await db.execute_fn(lambda conn: review_html(conn, title=f"sqlite-dedup review: {name}",
                                                         explain_url=link))
-    return Response.html(page)
+    return Response.html(page, headers={"Content-Security-Policy": content_security_policy_of(page)})
 
 
 @hookimpl

@@ -5,7 +5,8 @@ words that differ highlighted, the reason, the ratio, and the pages kept
 apart with the parameter that kept them apart; filters by run, phase, domain
 and text. `sqlite-dedup report DB -o report.html` writes it; the Datasette
 plugin serves it at /-/dedup-review/DATABASE."""
-import difflib
+import base64
+import hashlib
 import html
 import json
 
@@ -15,34 +16,161 @@ from sqlite_dedup import _quoted
 SHOWN = 2000
 # Words of each text compared for the highlighted differences.
 DIFF_WORDS = 1500
+# The most words inserted or deleted a highlighted diff aligns; a pair that
+# differs more shows a summary (the diff costs (n + m) * this at most).
+DIFF_EDITS = 300
+# Steps of diffing one page may take in all (about a second or two).
+DIFF_STEPS = 4_000_000
 
 
 def _esc(value):
-    return html.escape("" if value is None else str(value))
+    """Any value as HTML text or a quoted attribute's value."""
+    return html.escape("" if value is None else str(value), quote=True)
 
 
-def word_diff(a, b, limit=DIFF_WORDS):
+def _number(value, digits=None):
+    """A value read from the extension's tables as the number it should be,
+    escaped: a hand-edited or hostile value shows as text, never as markup."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _esc(value)
+    return _esc(f"{value:.{digits}f}" if digits is not None else value)
+
+
+def _link(url):
+    """`url` as a link when it is an http(s) URL, else as text (a
+    `javascript:` or `data:` URL read from a crawl is never clickable)."""
+    text = _esc(url)
+    if isinstance(url, str) and url[:8].lower().startswith(("http://", "https://")) \
+            and not any(c in url for c in "\r\n\t\x00"):
+        return f'<a href="{text}" rel="noreferrer noopener">{text}</a>'
+    return text
+
+
+class Budget:
+    """Steps of diffing one page may take in all (a crawl of many long,
+    repetitive pairs shows summaries once it is spent, not a hung page)."""
+
+    def __init__(self, steps=DIFF_STEPS):
+        self.left = steps
+
+
+def _edits(wa, wb, most, budget=None):
+    """Myers' O((n + m) D) diff of two word lists: the opcodes
+    ('equal' | 'delete' | 'insert', i1, i2, j1, j2), or None when more than
+    `most` words differ or `budget` (a Budget) runs out."""
+    n, m = len(wa), len(wb)
+    v = {1: 0}
+    trace = []
+    for d in range(most + 1):
+        trace.append(dict(v))
+        if budget is not None:
+            budget.left -= 2 * d + 1
+            if budget.left < 0:
+                return None
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v.get(k - 1, -1) < v.get(k + 1, -1)):
+                x = v.get(k + 1, 0)
+            else:
+                x = v.get(k - 1, 0) + 1
+            y = x - k
+            x0 = x
+            while x < n and y < m and wa[x] == wb[y]:
+                x, y = x + 1, y + 1
+            if budget is not None:
+                budget.left -= x - x0
+            v[k] = x
+            if x >= n and y >= m:
+                return _opcodes(trace, wa, wb, n, m, d)
+    return None
+
+
+def _opcodes(trace, wa, wb, x, y, d):
+    steps = []
+    for depth in range(d, 0, -1):
+        v = trace[depth]
+        k = x - y
+        down = k == -depth or (k != depth and v.get(k - 1, -1) < v.get(k + 1, -1))
+        pk = k + 1 if down else k - 1
+        px = v.get(pk, 0)
+        py = px - pk
+        while x > px + (0 if down else 1) and y > py + (1 if down else 0):
+            x, y = x - 1, y - 1
+            steps.append(("equal", x, y))
+        if down:
+            y -= 1
+            steps.append(("insert", x, y))
+        else:
+            x -= 1
+            steps.append(("delete", x, y))
+    while x > 0 and y > 0:
+        x, y = x - 1, y - 1
+        steps.append(("equal", x, y))
+    steps.reverse()
+    ops = []
+    for kind, i, j in steps:
+        di, dj = (1, 1) if kind == "equal" else (1, 0) if kind == "delete" else (0, 1)
+        if ops and ops[-1][0] == kind:
+            op = ops[-1]
+            ops[-1] = (kind, op[1], i + di, op[3], j + dj)
+        else:
+            ops.append((kind, i, i + di, j, j + dj))
+    return ops
+
+
+def word_diff(a, b, limit=DIFF_WORDS, most=DIFF_EDITS, budget=None):
     """Two HTML fragments of the texts' first `limit` words: words only in
-    `a` in <del>, words only in `b` in <ins> (difflib over words)."""
+    `a` in <del>, words only in `b` in <ins>; a pair that differs in more
+    than `most` words gets a one-line summary on each side instead (the
+    cost stays linear in the words for a bounded `most`)."""
     wa, wb = (a or "").split()[:limit], (b or "").split()[:limit]
+    ops = _edits(wa, wb, most, budget)
+    if ops is None:
+        why = ("the page's time for differences is spent" if budget is not None and budget.left < 0
+               else f"more than {most} words differ")
+        summary = f"<i>{len(wa)} and {len(wb)} words; {why}: not highlighted</i>"
+        return summary, summary
     left, right = [], []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in ops:
         if op == "equal":
             left.append(_esc(" ".join(wa[i1:i2])))
             right.append(_esc(" ".join(wb[j1:j2])))
+        elif op == "delete":
+            left.append(f"<del>{_esc(' '.join(wa[i1:i2]))}</del>")
         else:
-            if i2 > i1:
-                left.append(f"<del>{_esc(' '.join(wa[i1:i2]))}</del>")
-            if j2 > j1:
-                right.append(f"<ins>{_esc(' '.join(wb[j1:j2]))}</ins>")
+            right.append(f"<ins>{_esc(' '.join(wb[j1:j2]))}</ins>")
     return " ".join(left), " ".join(right)
+
+
+def content_security_policy(script):
+    """The page's policy: no script but its own (by its hash), no network,
+    no frames, no forms."""
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+            "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 
 def _table(conn, settings_json):
     try:
-        return json.loads(settings_json).get("table") or "pages"
-    except (TypeError, ValueError):
+        table = json.loads(settings_json).get("table") or "pages"
+    except (TypeError, ValueError, AttributeError):
         return "pages"
+    return table if isinstance(table, str) else "pages"
+
+
+def pages_table_of(conn):
+    """The table of pages the latest run named (`pages` without runs)."""
+    try:
+        row = conn.execute("SELECT settings FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()
+    except Exception:  # no dedup_runs
+        return "pages"
+    return _table(conn, row[0] if row else None)
+
+
+def content_security_policy_of(page):
+    """The policy a page of review_html carries in its <meta> tag."""
+    start = page.find("<script>")
+    end = page.find("</script>", start)
+    return content_security_policy(page[start + len("<script>"):end] if start >= 0 else "")
 
 
 def _bars(counts, label):
@@ -55,7 +183,7 @@ def _bars(counts, label):
         width = 300 * n / top
         rows.append(f'<text x="0" y="{k * 18 + 13}">{_esc(name)}</text>'
                     f'<rect x="230" y="{k * 18 + 3}" width="{width:.1f}" height="12"></rect>'
-                    f'<text x="{236 + width:.1f}" y="{k * 18 + 13}">{n}</text>')
+                    f'<text x="{236 + width:.1f}" y="{k * 18 + 13}">{_number(n)}</text>')
     return (f'<figure><figcaption>{_esc(label)}</figcaption><svg class="bars" width="620" '
             f'height="{len(counts) * 18 + 4}">{"".join(rows)}</svg></figure>')
 
@@ -78,9 +206,10 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
         removed = ""
         try:
             removed = ", ".join(f"phase {p}: {n}" for p, n in json.loads(report).get("removed", {}).items())
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, AttributeError):
             pass
-        run_rows.append(f"<tr><td>{run}</td><td>{_esc(finished)}</td><td>{before} &rarr; {after}</td>"
+        run_rows.append(f"<tr><td>{_number(run)}</td><td>{_esc(finished)}</td>"
+                        f"<td>{_number(before)} &rarr; {_number(after)}</td>"
                         f"<td>{_esc(removed)}</td></tr>")
     per_phase = conn.execute("SELECT dedup_phase, count(*) FROM dedup_removed GROUP BY 1 ORDER BY 1").fetchall()
     rows = conn.execute(
@@ -94,32 +223,33 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
             ORDER BY w.run DESC, w.phase, w.rowid LIMIT {SHOWN}""").fetchall() if "dedup_notes" in has else []
     domains = {}
     items = []
+    budget = Budget()
     for (rowid, run, phase, reason, ratio, final, final_url, url, d_parsed, d_content, p_parsed, p_content,
          final_ratio) in rows:
-        domain = url.split("/")[2].lower() if url and "://" in url else ""
+        domain = url.split("/")[2].lower() if isinstance(url, str) and "://" in url else ""
         domains[domain] = domains.get(domain, 0) + 1
         removed_text = d_parsed if d_parsed is not None else d_content
         kept_text = p_parsed if p_parsed is not None else p_content
         if final is not None and kept_text is not None:
-            left, right = word_diff(removed_text, kept_text)
+            left, right = word_diff(removed_text, kept_text, budget=budget)
             diff = (f'<div class="diff"><div><b>removed</b> {left}</div>'
                     f'<div><b>kept</b> {right}</div></div>')
         else:
             diff = '<div class="diff"><i>no survivor (left in phase 1 or 5)</i></div>'
         figures = []
         if ratio is not None:
-            figures.append(f"ratio {ratio:.4f}")
+            figures.append(f"ratio {_number(ratio, 4)}")
         if final_ratio is not None:
-            figures.append(f"to the final survivor {final_ratio:.4f}")
+            figures.append(f"to the final survivor {_number(final_ratio, 4)}")
         items.append(
-            f'<tr class="item" data-run="{run}" data-phase="{phase}" data-domain="{_esc(domain)}">'
-            f'<td>{run}</td><td>{phase}</td><td>{_esc(domain)}</td>'
-            f'<td><a href="{_esc(url)}">{_esc(url)}</a><br><small>rowid {rowid}; '
+            f'<tr class="item" data-run="{_esc(run)}" data-phase="{_esc(phase)}" data-domain="{_esc(domain)}">'
+            f'<td>{_number(run)}</td><td>{_number(phase)}</td><td>{_esc(domain)}</td>'
+            f'<td>{_link(url)}<br><small>rowid {_number(rowid)}; '
             + (f'<a class="explain" href="{_esc(explain_url(rowid))}">explain</a>' if explain_url
-               else f'<code>sqlite-dedup explain DB {rowid}</code>')
+               else f'<code>sqlite-dedup explain DB {_number(rowid)}</code>')
             + '</small></td>'
-            f'<td>{_esc(reason)}<br><small>{_esc("; ".join(figures))}</small></td>'
-            f'<td>{"" if final is None else f"rowid {final}<br>" + _esc(final_url)}</td>'
+            f'<td>{_esc(reason)}<br><small>{"; ".join(figures)}</small></td>'
+            f'<td>{"" if final is None else f"rowid {_number(final)}<br>" + _esc(final_url)}</td>'
             f'<td>{diff}</td></tr>')
     apart = conn.execute("SELECT dedup_run, dedup_rowid, note FROM dedup_notes WHERE kind = 'kept apart' "
                          "ORDER BY dedup_run DESC, dedup_rowid LIMIT 200").fetchall() if "dedup_notes" in has else []
@@ -153,16 +283,18 @@ figure { display: inline-block; margin: 0 2em 1em 0; vertical-align: top; }
 .filters { position: sticky; top: 0; background: #fff; padding: .5em 0; }
 """
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title><style>{style}</style></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{_esc(content_security_policy(script))}">
+<title>{_esc(title)}</title><style>{style}</style></head>
 <body><h1>{_esc(title)}</h1>
 <h2>Runs</h2><table><tr><th>run</th><th>finished</th><th>rows</th><th>removed</th></tr>{''.join(run_rows)}</table>
 <h2>Removals</h2>
-{_bars([(f"phase {p}", n) for p, n in per_phase], "removed rows per phase (all runs)")}
+{_bars([(f"phase {p}", n) for p, n in per_phase if isinstance(n, int)], "removed rows per phase (all runs)")}
 {_bars(top_domains, "removed rows per domain (the pages listed below)")}
-<h2>Kept apart</h2><ul>{''.join(f"<li>run {r}, rowid {k}: {_esc(n)}</li>" for r, k, n in apart) or "<li>none</li>"}</ul>
+<h2>Kept apart</h2><ul>{''.join(f"<li>run {_number(r)}, rowid {_number(k)}: {_esc(n)}</li>" for r, k, n in apart) or "<li>none</li>"}</ul>
 <h2>Removed pages and their final survivors</h2>
-<div class="filters">run <select id="run"><option value="">all</option>{options(sorted({r[0] for r in rows}))}</select>
-phase <select id="phase"><option value="">all</option>{options(sorted({r[2] for r in rows}))}</select>
+<div class="filters">run <select id="run"><option value="">all</option>{options(sorted({str(r[1]) for r in rows}, key=lambda v: (len(v), v)))}</select>
+phase <select id="phase"><option value="">all</option>{options(sorted({str(r[2]) for r in rows}, key=lambda v: (len(v), v)))}</select>
 domain <select id="domain"><option value="">all</option>{options(sorted(domains))}</select>
 text <input id="text" size="30"> <span id="shown">{len(items)}</span> of {len(items)} shown
 {f"(the latest {SHOWN})" if len(items) == SHOWN else ""}</div>

@@ -363,6 +363,16 @@ async def main():
     print(e.status_code, json.dumps(e.json()[0]["reason"]))
     r = await ds.client.get("/-/dedup-review/nosuch")
     print(r.status_code)
+    r = await ds.client.get("/-/dedup-review/demo")
+    print(json.dumps(r.headers.get("content-security-policy")))
+    # A database closed to anonymous users: its review page too.
+    closed = Datasette([{db!r}], metadata={{"databases": {{"demo": {{"allow": {{"id": "admin"}}}}}}}})
+    for path in ["/demo", "/demo/dedup_removed", "/-/dedup-review/demo"]:
+        r = await closed.client.get(path)
+        print(path, r.status_code, "dedup_removed" in r.text and "<tr" in r.text)
+    cookies = {{"ds_actor": closed.sign({{"a": {{"id": "admin"}}}}, "actor")}}
+    r = await closed.client.get("/-/dedup-review/demo", cookies=cookies)
+    print("admin", r.status_code, r.text.count('<tr class="item"'))
 asyncio.run(main())
 """
     out = subprocess.run([f"{bin_}/python", "-c", code], capture_output=True, text=True, check=True)
@@ -378,6 +388,12 @@ asyncio.run(main())
     # Each removed page links to its row of dedup_why.
     assert lines[4] == '200 "ignored: /user/"', lines[4]  # the page's first row: rowid 2, phase 1
     assert lines[5] == "404"
+    # Its policy allows no script but the page's own.
+    policy = json.loads(lines[6])
+    assert policy and "default-src 'none'" in policy and "script-src 'sha256-" in policy, policy
+    assert lines[7:10] == ["/demo 403 False", "/demo/dedup_removed 403 False", "/-/dedup-review/demo 403 False"], \
+        lines[7:]
+    assert lines[10] == "admin 200 355", lines[10]
 
 
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):

@@ -4,6 +4,7 @@ driven by Selenium, on the demo crawl after a run: the page loads with every
 removed row, a filter narrows the list to what the archive holds for it,
 and a diff highlights words that are in one text and not the other. The
 screenshot is kept in target/test-artifacts/."""
+import json
 import os
 import shutil
 import subprocess
@@ -120,3 +121,78 @@ def test_the_filters_in_the_address_apply_on_load(report):
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                           f"file://{page}#phase=4"], capture_output=True, text=True, timeout=120).stdout
     assert '<span id="shown">48</span>' in dom
+
+
+#: Values planted in the extension's tables and the crawl by a database's
+#: maker: each would run script, open a dialog or navigate if written into
+#: the page as it is.
+HOSTILE = "<img src=x onerror=\"window.__pwned='{where}';alert(1)\"><script>window.__pwned='{where}'</script>"
+
+
+def test_a_hostile_database_runs_no_script_on_the_review_page(report, tmp_path):
+    """Every value of every table the page shows, hostile: in Chromium no
+    script of the data runs, no dialog opens, no link leaves for a
+    javascript: URL, and the page's own filter still works (its script is
+    allowed by the policy)."""
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    db, _ = report
+    conn = P.connect(db)
+    h = lambda where: HOSTILE.format(where=where)
+    conn.execute("UPDATE dedup_runs SET rows_before = ?, rows_after = ?, finished = ?, report = ?",
+                 (h("rows_before"), h("rows_after"), h("finished"), json.dumps({"removed": {h("key"): h("report")}})))
+    conn.execute("UPDATE dedup_removed SET url = ? WHERE dedup_rowid = "
+                 "(SELECT min(dedup_rowid) FROM dedup_removed WHERE dedup_phase = 4)",
+                 ("javascript:window.__pwned='url';alert(1)//",))
+    conn.execute("UPDATE dedup_removed SET title = ?, parsed = ? || parsed WHERE dedup_phase = 4",
+                 (h("title"), h("parsed") + " "))
+    conn.execute("UPDATE dedup_notes SET note = ?, ratio = ?", (h("note"), h("ratio")))
+    conn.commit()
+    page = str(tmp_path / "hostile.html")
+    out = cli(tmp_path, "report", db, "-o", page)
+    assert out.returncode == 0, out.stderr
+    text = open(page).read()
+    assert "Content-Security-Policy" in text
+    drv = browser()
+    try:
+        drv.get("file://" + page)
+        try:
+            drv.switch_to.alert
+            raise AssertionError("a dialog opened")
+        except NoAlertPresentException:
+            pass
+        assert drv.execute_script("return window.__pwned === undefined")
+        assert drv.current_url == "file://" + page
+        hrefs = [a.get_attribute("href") or "" for a in drv.find_elements(By.TAG_NAME, "a")]
+        assert hrefs and all(h.startswith(("http://", "https://")) for h in hrefs), \
+            [h for h in hrefs if not h.startswith("http")]
+        # The javascript: URL is shown as text, not as a link.
+        assert "javascript:window.__pwned='url'" in drv.find_element(By.ID, "removed").text
+        # The page's own script still filters.
+        drv.find_element(By.ID, "text").send_keys("javascript:")
+        assert drv.find_element(By.ID, "shown").text == "1"
+        drv.save_screenshot(os.path.join(ARTIFACTS, "review-hostile.png")) if os.path.isdir(ARTIFACTS) else None
+    finally:
+        drv.quit()
+
+
+def test_the_word_diff_is_bounded_on_long_repetitive_pairs():
+    """A crawled pair of repetitive texts (the case that took 150 s with
+    difflib): a summary, quickly; a near pair: its exact differences."""
+    import random
+    import sys
+    import time
+    sys.path.insert(0, os.path.join(P.ROOT, "python"))
+    from sqlite_dedup import review
+    rng = random.Random(7)
+    a = " ".join(rng.choice(["menu", "home", "login"]) for _ in range(5000))
+    b = " ".join(rng.choice(["menu", "home", "login"]) for _ in range(5000))
+    budget = review.Budget()
+    start = time.process_time()
+    for _ in range(200):
+        left, right = review.word_diff(a, b, budget=budget)
+    assert "not highlighted" in left and "not highlighted" in right
+    assert time.process_time() - start < 60  # (difflib: 150 s for one such pair)
+    left, right = review.word_diff("the cat sat on the mat", "the cat lay on a mat")
+    assert left == "the cat <del>sat</del> on <del>the</del> mat"
+    assert right == "the cat <ins>lay</ins> on <ins>a</ins> mat"
