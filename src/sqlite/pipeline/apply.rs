@@ -3,7 +3,7 @@
 //! Runs inside [`super::atomic::atomically`]: any failure here leaves the
 //! database as it was.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
@@ -161,6 +161,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             let one = update("AND p.source_rowid = ?1");
             located(db, e, "rewriting", KEPT, |id| db.execute(&one, [id]))
         })?;
+        record_written(db, &source, plan.run, &rewrites)?;
     }
 
     lap("apply: rewrite", &mut step);
@@ -305,6 +306,53 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
 /// for a near duplicate the ratio to that survivor when it is the final
 /// survivor of its own run (above the threshold; a note says when below).
 /// Plain SQL in the user's database: readable without the extension.
+/// Keeps in `dedup_rewritten.written` what each rewritten column holds
+/// after the rewrite (restore gives the old value back only where it still
+/// does), and refuses a rewrite a trigger cancelled or undid: its row would
+/// be recorded as rewritten while the table holds the old value.
+fn record_written(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+    rewrites: &[(String, String, String)],
+) -> Result<(), DedupError> {
+    let mut now = String::new();
+    for (c, _, _) in rewrites {
+        now += &format!(" WHEN {} THEN g.{}", quote_literal(c), quote_ident(c));
+    }
+    db.execute(
+        &format!(
+            "UPDATE main.dedup_rewritten AS w SET written = CASE w.name{now} END
+             FROM {table} AS g WHERE w.dedup_run = ?1 AND g.{rowid} = w.dedup_rowid",
+            table = source.qualified(),
+            rowid = source.rowid
+        ),
+        [run],
+    )?;
+    let cancelled: Option<(i64, i64, String)> = db
+        .query_row(
+            &format!(
+                "SELECT count(*) OVER (), w.dedup_rowid, w.name FROM main.dedup_rewritten AS w
+                 WHERE w.dedup_run = ?1 AND (w.written IS w.value
+                   OR NOT EXISTS (SELECT 1 FROM {table} AS g WHERE g.{rowid} = w.dedup_rowid))
+                 ORDER BY w.dedup_rowid LIMIT 1",
+                table = source.qualified(),
+                rowid = source.rowid
+            ),
+            [run],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    if let Some((n, rowid, name)) = cancelled {
+        return fail(format!(
+            "dedup: rewriting the survivors' columns left {n} of their new values unwritten (the first: column {} of the row whose rowid is {rowid}): a trigger on {} cancelled or undid the rewrite; nothing was changed",
+            quote_ident(&name),
+            quote_ident(&source.table)
+        ));
+    }
+    Ok(())
+}
+
 fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
     match schema::object_type(db, "dedup_why")?.as_deref() {
         None | Some("view") => {}

@@ -13,9 +13,11 @@ pub const OWN: [(&str, &str); 14] = [
         "dedup_removed",
         "CREATE TABLE main.dedup_removed (dedup_rowid INTEGER, dedup_run INTEGER, dedup_phase INTEGER, dedup_reason TEXT, dedup_survivor INTEGER, dedup_ratio REAL)",
     ),
+    // A survivor's rewritten column: its old value, and the value the run
+    // left in it (restore gives the old one back only where it is still so).
     (
         "dedup_rewritten",
-        "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)",
+        "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written)",
     ),
     // What explain says beyond dedup_removed: a phase-4 removal's final
     // survivor in its run and the ratio to it ('final'), why a kept page

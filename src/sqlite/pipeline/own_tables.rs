@@ -118,7 +118,9 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
             got.strip_prefix(base).is_some_and(only_untyped_columns)
         }
         // Version 0.1's wide form, converted by `upgrade_rewritten`.
-        "dedup_rewritten" => got == want || got.contains("parsed_was_null"),
+        "dedup_rewritten" => {
+            got == want || got == normalized(REWRITTEN_V2) || got.contains("parsed_was_null")
+        }
         _ => got == want,
     }
 }
@@ -261,17 +263,28 @@ pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     Ok(())
 }
 
+/// `dedup_rewritten` before it kept the value each run wrote (`written`).
+const REWRITTEN_V2: &str =
+    "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)";
+
 /// Version 0.1 kept one wide row per survivor in `dedup_rewritten`; this
-/// version keeps one row per rewritten column. Converts the old form.
+/// version keeps one row per rewritten column, with the value written.
+/// Converts the old forms (a run recorded before `written` has it NULL).
 pub fn upgrade_rewritten(db: &Connection) -> Result<(), DedupError> {
     let cols = schema::columns(db, "dedup_rewritten")?;
+    if cols.is_empty() {
+        return Ok(());
+    }
     if !cols.iter().any(|c| c.name == "parsed_was_null") {
+        if !cols.iter().any(|c| c.name == "written") {
+            db.execute_batch("ALTER TABLE main.dedup_rewritten ADD COLUMN written")?;
+        }
         return Ok(());
     }
     db.execute_batch(
         "ALTER TABLE main.dedup_rewritten RENAME TO _dedup_rewritten_v1;
-         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value);
-         INSERT INTO main.dedup_rewritten
+         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written);
+         INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
            SELECT dedup_run, dedup_rowid, 'url', url FROM main._dedup_rewritten_v1
            UNION ALL SELECT dedup_run, dedup_rowid, 'domain', domain FROM main._dedup_rewritten_v1
            UNION ALL SELECT dedup_run, dedup_rowid, 'wayback', wayback FROM main._dedup_rewritten_v1

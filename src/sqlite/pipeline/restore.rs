@@ -62,7 +62,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         match schema::object_type(db, name)?.as_deref() {
             Some("table") => {}
             None if name == "dedup_rewritten" => {
-                db.execute_batch("CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)")?;
+                db.execute_batch("CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written)")?;
             }
             other => {
                 return fail(format!(
@@ -114,6 +114,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         .prepare("SELECT DISTINCT name FROM main.dedup_rewritten WHERE dedup_run = ?1 AND typeof(name) = 'text'")?
         .query_map([run], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
+    let (left, first_left) = locate_survivors(db, &source, run, &names)?;
     for name in &names {
         let Some(col) = source
             .columns
@@ -125,7 +126,8 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         let q = quote_ident(&col.name);
         let update = format!(
             "UPDATE {t} AS g SET {q} = w.value FROM main.dedup_rewritten AS w
-             WHERE w.dedup_run = ?1 AND w.name = ?2 AND w.dedup_rowid = g.{rowid}",
+             JOIN temp._dedup_restore_to AS m ON m.src = w.dedup_rowid
+             WHERE w.dedup_run = ?1 AND w.name = ?2 AND m.dst = g.{rowid}",
             rowid = source.rowid
         );
         if let Err(e) = db.execute(&update, params![run, name]) {
@@ -154,11 +156,17 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             ));
         }
     }
-    let survivors: i64 = db.query_row(
-        "SELECT count(DISTINCT dedup_rowid) FROM main.dedup_rewritten WHERE dedup_run = ?1",
+    let survivors: i64 = db.query_row("SELECT count(*) FROM temp._dedup_restore_to", [], |r| {
+        r.get(0)
+    })?;
+    // (The old values of the survivors left stay kept, under the run's
+    // number negated: no later run takes it.)
+    db.execute(
+        "UPDATE main.dedup_rewritten SET dedup_run = -dedup_run
+         WHERE dedup_run = ?1 AND dedup_rowid NOT IN (SELECT src FROM temp._dedup_restore_to)",
         [run],
-        |r| r.get(0),
     )?;
+    db.execute_batch("DROP TABLE temp._dedup_restore_to")?;
     // The domain counts as they were before the run (kept since this
     // version: an older run's record has none, and its counts stay).
     let kept: bool = schema::object_type(db, "dedup_domains_before")?.as_deref() == Some("table")
@@ -318,6 +326,12 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             listed.join(", ")
         ));
     }
+    if left > 0 {
+        out.push_str(&format!(
+            "\n  {left} survivor(s) no longer hold what run {run} wrote (the first: rowid {}; a later write, a VACUUM, or a new page on a freed rowid), and no row does: left as they are, their old values kept in dedup_rewritten under run -{run}",
+            first_left.unwrap_or_default()
+        ));
+    }
     for n in notes {
         out.push_str(&format!("\n  {}", truncate(&n, 300)));
     }
@@ -325,6 +339,97 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         out.push_str("\n  no run is left: the extension's tables are dropped (VACUUM gives their space back to the file)");
     }
     Ok(out)
+}
+
+/// `temp._dedup_restore_to(src, dst)`: each survivor of `run` whose
+/// rewritten columns are still what the run wrote, on the row that holds
+/// them: its own rowid (`src`) when that row still does, else the one row
+/// whose columns do (a `VACUUM` renumbered it; found by its URL). A
+/// survivor that no row holds so is left out. Returns how many were left
+/// out and the first of them. (A run recorded before `written` was kept
+/// restores by rowid, as it did.)
+fn locate_survivors(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+    names: &[String],
+) -> Result<(i64, Option<i64>), DedupError> {
+    let t = source.qualified();
+    let rowid = source.rowid;
+    let mut now = String::new();
+    for name in names {
+        if let Some(col) = source
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            now += &format!(
+                " WHEN {} THEN g.{}",
+                schema::quote_literal(name),
+                quote_ident(&col.name)
+            );
+        }
+    }
+    let holds = if now.is_empty() {
+        "1".to_string()
+    } else {
+        format!("(w.written IS NULL OR CASE w.name{now} END IS w.written)")
+    };
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_restore_to;
+         CREATE TEMP TABLE _dedup_restore_to (src INTEGER PRIMARY KEY, dst INTEGER UNIQUE);",
+    )?;
+    db.execute(
+        &format!(
+            "INSERT INTO temp._dedup_restore_to
+             SELECT w.dedup_rowid, w.dedup_rowid FROM main.dedup_rewritten AS w
+             LEFT JOIN {t} AS g ON g.{rowid} = w.dedup_rowid
+             WHERE w.dedup_run = ?1 AND typeof(w.dedup_rowid) = 'integer'
+             GROUP BY w.dedup_rowid
+             HAVING min(CASE WHEN w.written IS NULL THEN 1 WHEN g.{rowid} IS NULL THEN 0 ELSE {holds} END) = 1"
+        ),
+        [run],
+    )?;
+    // The rest by the URL the run wrote: the one row that holds it and
+    // every other value the run wrote.
+    let url = names.iter().find(|n| {
+        source
+            .column("url")
+            .is_some_and(|u| u.eq_ignore_ascii_case(n))
+    });
+    if let (Some(url), false) = (url, now.is_empty()) {
+        let col = quote_ident(&source.column("url").unwrap_or_default());
+        db.execute(
+            &format!(
+                "INSERT OR IGNORE INTO temp._dedup_restore_to
+                 SELECT w.dedup_rowid, min(g.{rowid}) FROM main.dedup_rewritten AS w
+                 JOIN {t} AS g ON g.{col} = w.written
+                 WHERE w.dedup_run = ?1 AND w.name = ?2 AND typeof(w.dedup_rowid) = 'integer'
+                   AND w.dedup_rowid NOT IN (SELECT src FROM temp._dedup_restore_to)
+                   AND g.{rowid} NOT IN (SELECT dst FROM temp._dedup_restore_to)
+                 GROUP BY w.dedup_rowid HAVING count(DISTINCT g.{rowid}) = 1"
+            ),
+            params![run, url],
+        )?;
+        // (Found so only when every value the run wrote is on that row.)
+        db.execute(
+            &format!(
+                "DELETE FROM temp._dedup_restore_to WHERE src <> dst AND src IN (
+                   SELECT m.src FROM temp._dedup_restore_to AS m
+                   JOIN main.dedup_rewritten AS w ON w.dedup_run = ?1 AND w.dedup_rowid = m.src
+                   JOIN {t} AS g ON g.{rowid} = m.dst
+                   WHERE NOT {holds})"
+            ),
+            [run],
+        )?;
+    }
+    let (left, first): (i64, Option<i64>) = db.query_row(
+        "SELECT count(DISTINCT dedup_rowid), min(dedup_rowid) FROM main.dedup_rewritten
+         WHERE dedup_run = ?1 AND dedup_rowid NOT IN (SELECT src FROM temp._dedup_restore_to)",
+        [run],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok((left, first))
 }
 
 /// One archived value for an error: quoted and cut short, or its type.
