@@ -60,8 +60,7 @@ src AS (
   SELECT rid, url, datetime, crawled, category, problem, r.url_options, r.strict_options, r.compat,
          CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
               THEN normalize_text(coalesce(title, '') || char(10, 10) ||
-                   CASE WHEN r.compat <> 'reference' AND ltrim(substr(content, 1, 64)) LIKE '<%'
-                             AND (instr(content, '</') > 0 OR ltrim(substr(content, 1, 64)) LIKE '<!doctype%')
+                   CASE WHEN r.compat <> 'reference' AND is_html(content)
                         THEN CASE WHEN r.boilerplate = 'strip' THEN main_text(content) ELSE html_text(content) END
                         ELSE content END) END AS fill,
          CASE WHEN problem IS NULL AND content_hash IS NULL AND parsed <> '' THEN content_hash(parsed)

@@ -45,9 +45,7 @@ SELECT i.pos, i.id, i.rank,
                    -- parsed: their text as phase 1 makes it)
                    CASE WHEN i.settled IS NOT NULL AND g.content <> '' THEN
                      normalize_text(coalesce(g.title, '') || char(10, 10) ||
-                       CASE WHEN (SELECT compat FROM _dedup_run) <> 'reference'
-                                 AND ltrim(substr(g.content, 1, 64)) LIKE '<%'
-                                 AND (instr(g.content, '</') > 0 OR ltrim(substr(g.content, 1, 64)) LIKE '<!doctype%')
+                       CASE WHEN (SELECT compat FROM _dedup_run) <> 'reference' AND is_html(g.content)
                             THEN html_text(g.content) ELSE g.content END)
                    END)
           FROM _dedup_source AS g

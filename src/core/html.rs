@@ -233,10 +233,20 @@ fn text_or_halt(html: &str, main: bool, stop: &dyn Fn() -> bool) -> Result<Strin
     Ok(out)
 }
 
-/// Whether a text looks like an HTML document or fragment: its first
-/// non-blank character is `<` and it has an end tag or a doctype.
+/// Whether a text is HTML: after a byte-order mark, white space and
+/// comments (`<!-- ... -->`), its first character is `<`, and it has an end
+/// tag or begins with a doctype.
 pub fn looks_like_html(text: &str) -> bool {
-    let head = text.trim_start();
+    let mut head = text.trim_start_matches(|c: char| c == '\u{feff}' || c.is_whitespace());
+    while let Some(rest) = head.strip_prefix("<!--") {
+        match rest.find("-->") {
+            Some(end) => {
+                head = rest[end + 3..]
+                    .trim_start_matches(|c: char| c == '\u{feff}' || c.is_whitespace())
+            }
+            None => return false,
+        }
+    }
     head.starts_with('<')
         && (text.contains("</")
             || head[..head.len().min(64)]
@@ -292,5 +302,14 @@ mod tests {
         assert!(looks_like_html("<!DOCTYPE html><p>x"));
         assert!(!looks_like_html("plain text with a < sign and </ later"));
         assert!(!looks_like_html("<3 is not markup"));
+        // Leading lines, a byte-order mark, comments before the doctype.
+        assert!(looks_like_html("\n\n<html><p>x</p></html>"));
+        assert!(looks_like_html("\u{feff}<!doctype html><p>x"));
+        assert!(looks_like_html(
+            "\r\n<!-- saved by a crawler -->\n<!-- two -->\t<!DOCTYPE html><p>x"
+        ));
+        assert!(!looks_like_html("<!-- an unclosed comment <p>x</p>"));
+        assert!(!looks_like_html("\u{feff}plain text"));
+        assert!(!looks_like_html("<!-- a note --> then plain text </ here"));
     }
 }

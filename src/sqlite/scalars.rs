@@ -315,6 +315,12 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         })?;
     }
 
+    db.create_scalar_function("is_html", -1, PURE, |ctx| {
+        check_arity(ctx, "is_html", 1, 1)?;
+        let t = text_arg(ctx, 0, "is_html", "text")?;
+        Ok(t.map(|t| crate::core::html::looks_like_html(t) as i64))
+    })?;
+
     db.create_scalar_function("content_hash", -1, PURE, |ctx| {
         check_arity(ctx, "content_hash", 1, 1)?;
         let t = text_arg(ctx, 0, "content_hash", "text")?;
