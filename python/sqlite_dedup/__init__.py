@@ -13,6 +13,11 @@ __all__ = ["loadable_path", "load", "run", "restore", "explain", "stats", "Exten
 __version__ = "0.2.0"
 
 
+class DedupError(ValueError):
+    """A value of the extension's own tables that is not what it wrote (a
+    hand edit), named with its table, column and run."""
+
+
 class ExtensionLoadError(RuntimeError):
     """The connection cannot load SQLite extensions, or the extension's
     library is not beside the package."""
@@ -239,5 +244,21 @@ def stats(conn):
     exists = _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_runs' AND type = 'table'")
     if not exists:
         return []
-    return [dict(json.loads(r), finished=f, settings=json.loads(s)) if r else {"run": n, "finished": f}
-            for n, f, s, r in conn.execute("SELECT run, finished, settings, report FROM dedup_runs ORDER BY run")]
+    runs = []
+    for n, f, s, r in conn.execute("SELECT run, finished, settings, report FROM dedup_runs ORDER BY run"):
+        if not r:
+            runs.append({"run": n, "finished": f})
+            continue
+        parsed = {}
+        for column, text in (("report", r), ("settings", s)):
+            try:
+                value = json.loads(text) if text is not None else {}
+            except (TypeError, ValueError) as e:
+                raise DedupError(f"stats: dedup_runs.{column} of run {n!r} must be the JSON this extension "
+                                 f"wrote, got {str(text)[:60]!r} ({e}); the database was edited by hand") from None
+            if not isinstance(value, dict):
+                raise DedupError(f"stats: dedup_runs.{column} of run {n!r} must be a JSON object, got "
+                                 f"{str(text)[:60]!r}; the database was edited by hand")
+            parsed[column] = value
+        runs.append(dict(parsed["report"], finished=f, settings=parsed["settings"]))
+    return runs

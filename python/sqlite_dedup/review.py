@@ -212,9 +212,18 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
                         f"<td>{_number(before)} &rarr; {_number(after)}</td>"
                         f"<td>{_esc(removed)}</td></tr>")
     per_phase = conn.execute("SELECT dedup_phase, count(*) FROM dedup_removed GROUP BY 1 ORDER BY 1").fetchall()
+    def text_of(alias, table_name):
+        # The text a run compared: parsed, else the content's visible text
+        # when it is HTML, else the content (a table may have either column).
+        names = {r[0].lower() for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table_name,))}
+        parsed = f"{alias}.parsed" if "parsed" in names else "NULL"
+        content = f"{alias}.content" if "content" in names else "NULL"
+        return (f"coalesce({parsed}, CASE WHEN is_html({content}) THEN html_text({content}) ELSE {content} END)"
+                if content != "NULL" else parsed)
+
     rows = conn.execute(
         f"""SELECT w.rowid, w.run, w.phase, w.reason, w.ratio, w.final_survivor, w.final_url, w.url,
-                   d.parsed, d.content, p.parsed, p.content,
+                   {text_of("d", "dedup_removed")}, NULL, {text_of("p", table)}, NULL,
                    (SELECT n.ratio FROM dedup_notes AS n WHERE n.dedup_run = w.run AND n.dedup_rowid = w.rowid
                       AND n.kind = 'final' AND n.other = w.final_survivor)
             FROM dedup_why AS w

@@ -196,3 +196,43 @@ def test_the_word_diff_is_bounded_on_long_repetitive_pairs():
     left, right = review.word_diff("the cat sat on the mat", "the cat lay on a mat")
     assert left == "the cat <del>sat</del> on <del>the</del> mat"
     assert right == "the cat <ins>lay</ins> on <ins>a</ins> mat"
+
+
+@pytest.mark.parametrize("column", ["content", "parsed"])
+def test_the_report_works_with_either_text_column_and_diffs_the_compared_text(tmp_path, column):
+    """The README's quickstart table has one text column; with HTML in
+    `content`, the differences shown are of the visible texts."""
+    db = str(tmp_path / "one-column.db")
+    conn = P.connect(db)
+    conn.execute(f"CREATE TABLE pages (url TEXT, {column} TEXT)")
+    words = " ".join(f"w{i}" for i in range(200))
+    if column == "content":
+        texts = [f"<html><body><p>{words} alpha</p><script>var k;</script></body></html>",
+                 f"<html><body><div><p>{words} omega</p></div></body></html>"]
+    else:
+        texts = [f"{words} alpha", f"{words} omega"]
+    conn.executemany(f"INSERT INTO pages (url, {column}) VALUES (?, ?)",
+                     [("https://a.example/x", texts[0]), ("https://a.example/y", texts[1])])
+    conn.commit()
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.commit()
+    page = str(tmp_path / "r.html")
+    out = cli(tmp_path, "report", db, "-o", page)
+    assert out.returncode == 0, out.stderr
+    text = open(page).read()
+    assert text.count('<tr class="item"') == 1
+    assert ("<del>alpha</del>" in text and "<ins>omega</ins>" in text) or \
+        ("<del>omega</del>" in text and "<ins>alpha</ins>" in text), text[-3000:]
+    assert "&lt;script" not in text and "var k" not in text
+
+
+def test_stats_names_a_hand_edited_report(tmp_path):
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    conn = P.connect(db)
+    conn.execute("UPDATE dedup_runs SET report = '{not json'")
+    conn.commit()
+    out = cli(tmp_path, "stats", db)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "dedup_runs.report of run 1 must be the JSON this extension wrote" in out.stderr, out.stderr
