@@ -227,6 +227,32 @@ def test_an_edited_dedup_domains_makes_the_next_run_full(tmp_path, edit):
     assert "5" not in got["removed"], got
 
 
+@pytest.mark.parametrize("edit", [
+    "DELETE FROM dedup_changes",
+    "UPDATE dedup_index SET content_hash = 'x' WHERE rid = (SELECT min(rid) FROM dedup_index)",
+    "DELETE FROM dedup_index WHERE rid IN (SELECT rid FROM dedup_index ORDER BY rid LIMIT 5)",
+    "DELETE FROM dedup_index_order WHERE id IN (SELECT id FROM dedup_index_order ORDER BY url LIMIT 20)",
+    "UPDATE dedup_index_order SET url = 'zzz' || url WHERE id IN (SELECT id FROM dedup_index_order LIMIT 3)",
+])
+def test_an_edited_incremental_index_makes_the_next_run_full(tmp_path, edit):
+    """The change log and the index are what an incremental run trusts: a
+    deleted log row hides a change, an edited index compares against values
+    the table does not hold (before these triggers: a duplicate kept, 3-83
+    rows other than a full run's). The next run is full, says why, and
+    leaves what a full run leaves."""
+    db, conn = demo_copy(tmp_path)
+    report(conn, {})
+    # A copy of a kept page, then the edit (which may hide it from the log).
+    conn.execute("INSERT INTO pages (url, parsed, crawled) SELECT url || '?copy=1', parsed, '2031-01-01' "
+                 "FROM pages WHERE parsed IS NOT NULL ORDER BY rowid LIMIT 1")
+    conn.execute(edit)
+    conn, got = full_and_incremental(tmp_path, db, conn, {}, 1)
+    assert (got["kind"], got["why"]) == (
+        "full", "the incremental index was edited (rows of dedup_changes deleted or changed, or dedup_index or "
+                "dedup_index_order written) since run 1"), got
+    assert sum(got["removed"].values()) >= 1, got
+
+
 def test_a_dropped_own_table_trigger_makes_the_next_run_full(tmp_path):
     """Without the triggers on its archive and domain counts the index
     cannot know those are as it left them: the next run is full, says why,
@@ -236,8 +262,8 @@ def test_a_dropped_own_table_trigger_makes_the_next_run_full(tmp_path):
     conn.execute("DROP TRIGGER dedup_track_archive_delete")
     second = report(conn, {})
     assert (second["kind"], second["why"]) == (
-        "full", "the triggers on dedup_removed and dedup_domains (dedup_track_archive_*, dedup_track_domains_*) "
-                "were dropped or changed since run 1"), second
+        "full", "the triggers on the extension's own tables (dedup_track_archive_*, _domains_*, _changes_*, "
+                "_index_*, _order_*) were dropped or changed since run 1"), second
     assert report(conn, {})["kind"] == "incremental"
 
 

@@ -35,8 +35,10 @@ const TRACKERS: [(&str, &str, &str); 3] = [
 /// index's scan order holds its slot as a placeholder) added, changed or
 /// deleted outside a run (a purge of the archive) changes what a full run
 /// compares; an edit of `dedup_domains` changes the counts phase 5 of an
-/// incremental run starts from. Either makes the next run full.
-const OWN_TRACKERS: [(&str, &str, &str, &str); 6] = [
+/// incremental run starts from; a deleted or changed row of the change log
+/// (`dedup_changes`) or an edit of the index and its scan order makes an
+/// incremental run blind to what changed. Each makes the next run full.
+const OWN_TRACKERS: [(&str, &str, &str, &str); 14] = [
     (
         "dedup_track_archive_insert",
         "dedup_removed",
@@ -73,6 +75,54 @@ const OWN_TRACKERS: [(&str, &str, &str, &str); 6] = [
         "AFTER DELETE ON \"dedup_domains\"",
         "domains",
     ),
+    (
+        "dedup_track_changes_update",
+        "dedup_changes",
+        "AFTER UPDATE ON \"dedup_changes\"",
+        "index",
+    ),
+    (
+        "dedup_track_changes_delete",
+        "dedup_changes",
+        "AFTER DELETE ON \"dedup_changes\"",
+        "index",
+    ),
+    (
+        "dedup_track_index_insert",
+        "dedup_index",
+        "AFTER INSERT ON \"dedup_index\"",
+        "index",
+    ),
+    (
+        "dedup_track_index_update",
+        "dedup_index",
+        "AFTER UPDATE ON \"dedup_index\"",
+        "index",
+    ),
+    (
+        "dedup_track_index_delete",
+        "dedup_index",
+        "AFTER DELETE ON \"dedup_index\"",
+        "index",
+    ),
+    (
+        "dedup_track_order_insert",
+        "dedup_index_order",
+        "AFTER INSERT ON \"dedup_index_order\"",
+        "index",
+    ),
+    (
+        "dedup_track_order_update",
+        "dedup_index_order",
+        "AFTER UPDATE ON \"dedup_index_order\"",
+        "index",
+    ),
+    (
+        "dedup_track_order_delete",
+        "dedup_index_order",
+        "AFTER DELETE ON \"dedup_index_order\"",
+        "index",
+    ),
 ];
 
 /// The statement that creates an own table's tracker, as SQLite keeps it.
@@ -89,7 +139,7 @@ pub fn own_tables_edited(db: &Connection) -> Result<Option<String>, DedupError> 
     for (name, _, when, key) in OWN_TRACKERS {
         if trigger_sql(db, name)? != Some(own_tracker_sql(name, when, key)) {
             return Ok(Some(
-                "the triggers on dedup_removed and dedup_domains (dedup_track_archive_*, dedup_track_domains_*) were dropped or changed".into(),
+                "the triggers on the extension's own tables (dedup_track_archive_*, _domains_*, _changes_*, _index_*, _order_*) were dropped or changed".into(),
             ));
         }
     }
@@ -102,6 +152,12 @@ pub fn own_tables_edited(db: &Connection) -> Result<Option<String>, DedupError> 
     if super::index_state::state_value(db, "domains")?.is_some() {
         return Ok(Some(
             "dedup_domains (the counts phase 5 starts from) was edited".into(),
+        ));
+    }
+    if super::index_state::state_value(db, "index")?.is_some() {
+        return Ok(Some(
+            "the incremental index was edited (rows of dedup_changes deleted or changed, or dedup_index or dedup_index_order written)"
+                .into(),
         ));
     }
     Ok(None)
@@ -185,18 +241,19 @@ pub fn track(db: &Connection, source: &Source, written: &str) -> Result<(), Dedu
         let sql = tracker_sql(name, event, rows, &source.table, source.rowid);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
+    db.execute_batch(&format!(
+        "DELETE FROM main.dedup_changes;
+         INSERT INTO main.dedup_changes SELECT rid FROM {written} WHERE fp = 0;"
+    ))?;
+    // (After the log's reset, which its own trackers would note.)
     for (name, _, when, key) in OWN_TRACKERS {
         let sql = own_tracker_sql(name, when, key);
         db.execute_batch(&sql.replacen("TRIGGER ", "TRIGGER main.", 1))?;
     }
     db.execute(
-        "DELETE FROM main.dedup_index_state WHERE key IN ('archive', 'domains')",
+        "DELETE FROM main.dedup_index_state WHERE key IN ('archive', 'domains', 'index')",
         [],
     )?;
-    db.execute_batch(&format!(
-        "DELETE FROM main.dedup_changes;
-         INSERT INTO main.dedup_changes SELECT rid FROM {written} WHERE fp = 0;"
-    ))?;
     let tracked = stored(db)?.into_iter().flatten().collect::<Vec<_>>();
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value) VALUES ('tracked', ?1), ('schema', ?2)",
