@@ -418,3 +418,22 @@ def test_a_bad_full_value_is_refused(tmp_path):
     db, conn = demo_copy(tmp_path)
     with pytest.raises(sqlite3.OperationalError, match=r"dedup: full must be true or false \(1 or 0\), got 'yes'"):
         conn.execute("""SELECT dedup_run('{"full": "yes"}')""").fetchone()
+
+
+def test_an_incremental_runs_domain_counts_equal_a_full_runs(tmp_path):
+    """A domain whose every page is deleted between runs: the incremental
+    run left its count as 0 in dedup_domains, where a full run has no row."""
+    db, conn = demo_copy(tmp_path)
+    report(conn, {})
+    domain = conn.execute("SELECT domain FROM dedup_domains ORDER BY pages, domain LIMIT 1").fetchone()[0]
+    conn.execute("DELETE FROM pages WHERE domain = ?", (domain,))
+    conn, got = full_and_incremental(tmp_path, db, conn, {}, 1)
+    assert got["kind"] == "incremental", got
+    counts = conn.execute("SELECT domain, pages FROM dedup_domains ORDER BY domain").fetchall()
+    assert all(n > 0 for _, n in counts) and domain not in dict(counts), counts
+    full_db = str(tmp_path / "full-domains.db")
+    conn.close()
+    shutil.copy(db, full_db)
+    full = P.connect(full_db)
+    report(full, {"full": True})
+    assert full.execute("SELECT domain, pages FROM dedup_domains ORDER BY domain").fetchall() == counts

@@ -185,7 +185,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         "DELETE FROM main.dedup_domains {touched};
          INSERT INTO main.dedup_domains
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
-         WHERE c.pages >= r.n_min OR c.domain IS NULL;"
+         WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND c.pages > 0;"
     ))?;
     lap("apply: domains", &mut step);
     super::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
