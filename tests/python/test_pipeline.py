@@ -124,8 +124,11 @@ def test_shell_runs_the_readme_command(tmp_path):
     # The change log's triggers (docs/incremental.md), and nothing logged yet.
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='trigger' ORDER BY 1")] == [
         "dedup_track_archive_delete", "dedup_track_archive_insert", "dedup_track_archive_update",
+        "dedup_track_changes_delete", "dedup_track_changes_update",
         "dedup_track_delete", "dedup_track_domains_delete", "dedup_track_domains_insert",
-        "dedup_track_domains_update", "dedup_track_insert", "dedup_track_update"]
+        "dedup_track_domains_update", "dedup_track_index_delete", "dedup_track_index_insert",
+        "dedup_track_index_update", "dedup_track_insert", "dedup_track_order_delete", "dedup_track_order_insert",
+        "dedup_track_order_update", "dedup_track_update"]
     assert conn.execute("SELECT count(*) FROM dedup_changes").fetchone()[0] == 0
 
 
