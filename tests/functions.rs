@@ -62,6 +62,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dupe_probability",
             "hamming_distance",
             "html_text",
+            "is_html",
             "lev_ratio",
             "lsh_params",
             "lsh_probability",
