@@ -257,11 +257,11 @@ def random_groups(rng, nodes, groups):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_smallest_linked_labels_every_node_with_its_components_smallest(seed):
+def test_smallest_linked_labels_every_node_with_its_components_smallest(package, seed):
     import random
-    require_spark()  # (numpy comes with PySpark's pandas)
-    import numpy as np
-    sys.path.insert(0, os.path.join(P.ROOT, "python"))  # (not only after the spark fixture)
+    import numpy as np  # (with PySpark's pandas: the package fixture requires it)
+    if package not in sys.path:
+        sys.path.insert(0, package)  # (not only after the spark fixture)
     from sqlite_dedup.spark._lsh import smallest_linked
     rng = random.Random(seed)
     groups = [g for g in random_groups(rng, 3000, 1500) if len(g) > 1]
