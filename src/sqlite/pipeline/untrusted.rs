@@ -18,11 +18,10 @@
 //! Cost: one prepare on a private connection per run that has such terms.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 use rusqlite::functions::FunctionFlags;
-use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
-use rusqlite::Connection;
+use rusqlite::{ffi, Connection};
 
 use super::schema::quote_ident;
 use super::shown::truncate;
@@ -93,41 +92,34 @@ pub fn check(db: &Connection, table: &str, select: &str, what: &str) -> Result<(
             |_| Ok(rusqlite::types::Value::Null),
         );
     }
-    let refused: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let seen = refused.clone();
-    let wanted = table.to_string();
-    let mut selects = 0;
-    sandbox.authorizer(Some(move |ctx: AuthContext<'_>| {
-        let why = match ctx.action {
-            AuthAction::Select => {
-                selects += 1;
-                (selects > 1).then(|| "a subquery".to_string())
-            }
-            AuthAction::Read { table_name, .. } => (!table_name.eq_ignore_ascii_case(&wanted)
-                || ctx.database_name != Some("main"))
-            .then(|| format!("a read of another table ({table_name})")),
-            AuthAction::Function { function_name } => {
-                let name = function_name.to_ascii_lowercase();
-                (!callable.get(&name).copied().unwrap_or(false)).then(|| {
-                    format!(
-                        "{function_name}(), which SQLite would refuse to a schema's triggers and views (not flagged innocuous, or direct-only)"
-                    )
-                })
-            }
-            _ => Some("a statement other than a read of the table".to_string()),
-        };
-        match why {
-            None => Authorization::Allow,
-            Some(why) => {
-                let mut first = seen.lock().unwrap_or_else(|e| e.into_inner());
-                first.get_or_insert(why);
-                Authorization::Deny
-            }
+    if compiled_without_authorizer(db) {
+        return fail(format!(
+            "dedup: {what} cannot be checked: this SQLite was built with SQLITE_OMIT_AUTHORIZATION, so SQL read from the database is not run; give the same term in the call's JSON argument (the caller's own SQL); nothing was changed"
+        ));
+    }
+    let mut gate = Gate {
+        callable,
+        wanted: table.to_string(),
+        selects: 0,
+        refused: None,
+    };
+    let prepared = {
+        // SAFETY: `gate` outlives the statement's preparation, and the
+        // authorizer is removed before `gate` is read or dropped.
+        unsafe {
+            ffi::sqlite3_set_authorizer(
+                sandbox.handle(),
+                Some(authorize),
+                (&mut gate as *mut Gate).cast::<c_void>(),
+            );
         }
-    }))?;
-    let prepared = sandbox.prepare(select).map(|_| ());
-    sandbox.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)?;
-    let why = refused.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let prepared = sandbox.prepare(select).map(|_| ());
+        unsafe {
+            ffi::sqlite3_set_authorizer(sandbox.handle(), None, std::ptr::null_mut());
+        }
+        prepared
+    };
+    let why = gate.refused.take();
     match (why, prepared) {
         (Some(why), _) => fail(format!(
             "dedup: {what} may use only the columns of {}, literals, operators and the functions a trigger may call, got {why}; the same term in the call's JSON argument runs as the caller's own SQL; nothing was changed",
@@ -140,4 +132,87 @@ pub fn check(db: &Connection, table: &str, select: &str, what: &str) -> Result<(
         )),
         (None, Ok(())) => Ok(()),
     }
+}
+
+/// What the authorizer knows and what it found.
+struct Gate {
+    /// Each function name the host knows, and whether a schema may call it.
+    callable: HashMap<String, bool>,
+    /// The one table the statement may read.
+    wanted: String,
+    /// `SELECT`s seen so far (the statement's own is the first).
+    selects: u32,
+    /// The first thing refused, in words.
+    refused: Option<String>,
+}
+
+impl Gate {
+    /// Why the action is refused, or `None` when it is allowed.
+    fn refuse(
+        &mut self,
+        action: c_int,
+        arg1: Option<&str>,
+        arg2: Option<&str>,
+        db: Option<&str>,
+    ) -> Option<String> {
+        match action {
+            ffi::SQLITE_SELECT => {
+                self.selects += 1;
+                (self.selects > 1).then(|| "a subquery".to_string())
+            }
+            ffi::SQLITE_READ => {
+                let table = arg1.unwrap_or("");
+                (!table.eq_ignore_ascii_case(&self.wanted) || db != Some("main"))
+                    .then(|| format!("a read of another table ({table})"))
+            }
+            ffi::SQLITE_FUNCTION => {
+                let function = arg2.unwrap_or("");
+                (!self.callable.get(&function.to_ascii_lowercase()).copied().unwrap_or(false)).then(|| {
+                    format!(
+                        "{function}(), which SQLite would refuse to a schema's triggers and views (not flagged innocuous, or direct-only)"
+                    )
+                })
+            }
+            _ => Some("a statement other than a read of the table".to_string()),
+        }
+    }
+}
+
+/// The authorizer callback (`sqlite3_set_authorizer`): allows what
+/// [`Gate::refuse`] allows and records the first refusal.
+unsafe extern "C" fn authorize(
+    data: *mut c_void,
+    action: c_int,
+    arg1: *const c_char,
+    arg2: *const c_char,
+    db: *const c_char,
+    _inner: *const c_char,
+) -> c_int {
+    let text = |p: *const c_char| {
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().unwrap_or(""))
+    };
+    let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `data` is the `Gate` given with this callback.
+        let gate = unsafe { &mut *data.cast::<Gate>() };
+        match gate.refuse(action, text(arg1), text(arg2), text(db)) {
+            None => ffi::SQLITE_OK,
+            Some(why) => {
+                gate.refused.get_or_insert(why);
+                ffi::SQLITE_DENY
+            }
+        }
+    }));
+    decided.unwrap_or(ffi::SQLITE_DENY)
+}
+
+/// Whether the host's SQLite lacks `sqlite3_set_authorizer`. (Unknown
+/// when it was built without compile-option diagnostics: then the call
+/// itself is the test.)
+fn compiled_without_authorizer(db: &Connection) -> bool {
+    db.query_row(
+        "SELECT sqlite_compileoption_used('OMIT_AUTHORIZATION')",
+        [],
+        |r| r.get::<_, bool>(0),
+    )
+    .unwrap_or(false)
 }
