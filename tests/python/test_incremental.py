@@ -437,3 +437,51 @@ def test_an_incremental_runs_domain_counts_equal_a_full_runs(tmp_path):
     full = P.connect(full_db)
     report(full, {"full": True})
     assert full.execute("SELECT domain, pages FROM dedup_domains ORDER BY domain").fetchall() == counts
+
+
+@pytest.mark.parametrize("trigger,written", [
+    # The survivor's own row, when its URL is rewritten: a later crawl date.
+    ("CREATE TRIGGER stamp AFTER UPDATE OF url ON pages BEGIN "
+     "UPDATE pages SET datetime = '2040-01-01' WHERE rowid = new.rowid; END",
+     "datetime = '2040-01-01'"),
+    # Another row, when a page is deleted: its text changes.
+    ("CREATE TRIGGER touch AFTER DELETE ON pages BEGIN "
+     "UPDATE pages SET parsed = parsed || ' (seen again)' WHERE rowid = "
+     "(SELECT min(rowid) FROM pages WHERE domain = old.domain AND parsed IS NOT NULL); END",
+     "parsed LIKE '% (seen again)'"),
+    # A new row, when a page is deleted (once per URL).
+    ("CREATE TRIGGER again AFTER DELETE ON pages WHEN old.url NOT LIKE '%#again' BEGIN "
+     "INSERT INTO pages (url, parsed, datetime) VALUES (old.url || '#again', old.parsed, old.datetime); END",
+     "url LIKE '%#again'"),
+], ids=["stamp", "touch", "again"])
+def test_what_a_trigger_writes_during_a_run_is_a_change_for_the_next(tmp_path, trigger, written):
+    """The run's own writes are not logged as changes (its trackers are
+    off while it deletes and rewrites), so what a user's trigger writes then
+    was hidden from the next run (before: the index kept the values from
+    before, and the next run elected otherwise than a full one). Each row
+    a trigger wrote is logged: the next runs are incremental, take those
+    rows as changed, and leave what a full run leaves."""
+    db, conn = demo_copy(tmp_path)
+    conn.execute(trigger)
+    report(conn, {})
+    rows = {r for (r,) in conn.execute(f"SELECT rowid FROM pages WHERE {written}")}
+    logged = {r for (r,) in conn.execute("SELECT rid FROM dedup_changes")}
+    assert rows and rows <= logged, (len(rows), len(rows & logged))
+    for step in (1, 2):
+        conn.execute("INSERT INTO pages (url, parsed, crawled) SELECT url || ?, parsed, '2031-01-01' "
+                     "FROM pages WHERE parsed IS NOT NULL ORDER BY rowid LIMIT 1", (f"?copy={step}",))
+        conn, got = full_and_incremental(tmp_path, db, conn, {}, step)
+        assert got["kind"] == "incremental", got
+
+
+def test_a_run_whose_writes_fire_no_writing_trigger_keeps_the_next_run_incremental(tmp_path):
+    """A trigger that writes nothing during the run's writes (here: one on
+    INSERT only) leaves the next run incremental."""
+    db, conn = demo_copy(tmp_path)
+    conn.execute("CREATE TABLE log (url TEXT)")
+    conn.execute("CREATE TRIGGER logged AFTER INSERT ON pages BEGIN INSERT INTO log VALUES (new.url); END")
+    report(conn, {})
+    conn.execute("INSERT INTO pages (url, parsed, crawled) SELECT url || '?copy=1', parsed, '2031-01-01' "
+                 "FROM pages WHERE parsed IS NOT NULL ORDER BY rowid LIMIT 1")
+    conn, got = full_and_incremental(tmp_path, db, conn, {}, 1)
+    assert got["kind"] == "incremental", got

@@ -117,6 +117,9 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     lap("apply: old values", &mut step);
     // 3. Delete the removed rows (before the rewrite: a survivor's new URL
     //    may be a removed row's old one under UNIQUE(url)).
+    // (What the user's triggers write meanwhile is noted: the trackers
+    // are off.)
+    super::trigger_writes::watch(db, &source)?;
     let delete_sql = format!(
         "DELETE FROM {table} WHERE {rowid} IN (SELECT source_rowid FROM temp._dedup_removal)",
         rowid = source.rowid
@@ -163,6 +166,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         })?;
         record_written(db, &source, plan.run, &rewrites)?;
     }
+    super::trigger_writes::settle(db, plan.run, written_after.rewritten)?;
 
     lap("apply: rewrite", &mut step);
     // 5. Domain counts, the run's record, the explanation view.
@@ -189,6 +193,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     ))?;
     lap("apply: domains", &mut step);
     super::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
+    super::trigger_writes::log(db)?;
     lap("apply: index", &mut step);
     let mut report = Report::read(db, &plan)?;
     report

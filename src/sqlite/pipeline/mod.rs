@@ -30,6 +30,7 @@ pub mod settings;
 pub mod shown;
 pub mod snapshot;
 mod trace;
+pub mod trigger_writes;
 pub mod untrusted;
 
 use std::fmt;

@@ -11,7 +11,12 @@ use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 47] = [
+pub const TEMP_OBJECTS: [(&str, &str); 52] = [
+    ("TRIGGER", "_dedup_seen_insert"),
+    ("TRIGGER", "_dedup_seen_update"),
+    ("TRIGGER", "_dedup_seen_delete"),
+    ("TABLE", "_dedup_seen"),
+    ("TABLE", "_dedup_triggered"),
     ("TABLE", "_dedup_planned"),
     ("TABLE", "_dedup_band_blobs"),
     ("TABLE", "_dedup_lsh_new"),
