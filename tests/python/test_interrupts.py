@@ -198,3 +198,56 @@ def test_the_shell_stopped_by_its_progress_limit_then_committing(tmp_path, funct
         if caller and pending != 1 and "rolled back as a whole" not in err:
             bad.append((k, "caller's INSERT gone unsaid", err))
     assert not bad, bad[:5]
+
+
+def test_an_error_from_the_step_that_runs_dedup_run_means_nothing_was_changed(tmp_path):
+    """Interrupts at random times (a timer thread, as a user's Ctrl-C in a
+    host) in an incremental run on the demo. The run's commit is its last
+    work, so when the step running `SELECT dedup_run()` fails, nothing was
+    committed; an interrupt that lands during the commit or after the
+    return fails the host's next step instead, and the run is there
+    (docs/pipeline.md, "After an interrupt")."""
+    import threading
+    import time
+    base = str(tmp_path / "base.db")
+    shutil.copy(P.DEMO, base)
+    conn = P.connect(base)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.execute("INSERT INTO pages (url, parsed, crawled) SELECT url || '?copy=1', parsed, '2031-01-01' "
+                 "FROM pages WHERE parsed IS NOT NULL ORDER BY rowid LIMIT 20")
+    conn.commit()
+    conn.close()
+    db = str(tmp_path / "x.db")
+    shutil.copy(base, db)
+    conn = P.connect(db)
+    began = time.monotonic()
+    conn.execute("SELECT dedup_run()").fetchone()
+    took = time.monotonic() - began
+    conn.close()
+    rng = random.Random(SEED)
+    seen = {"refused": 0, "done": 0, "after": 0}
+    for _ in range(40):
+        shutil.copy(base, db)
+        conn = P.connect(db)
+        timer = threading.Timer(rng.uniform(0, took * 1.2), conn.interrupt)
+        timer.start()
+        try:
+            cursor = conn.execute("SELECT dedup_run()")
+        except sqlite3.OperationalError as e:
+            kind = "refused"
+            assert "interrupt" in str(e), e
+        else:
+            try:
+                assert cursor.fetchone()[0].startswith("run 2:")
+                kind = "done"
+            except sqlite3.OperationalError as e:
+                assert "interrupt" in str(e), e
+                kind = "after"
+        timer.join()
+        runs = conn.execute("SELECT count(*) FROM dedup_runs").fetchone()[0]
+        conn.close()
+        assert runs == (1 if kind == "refused" else 2), (kind, runs)
+        if kind == "refused":
+            assert fingerprint(db) == fingerprint(base)
+        seen[kind] += 1
+    assert seen["refused"] > 0, seen

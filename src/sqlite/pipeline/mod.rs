@@ -141,10 +141,11 @@ pub fn register(db: &Connection) -> Result<()> {
                 scripts::PHASES.len() + 1,
                 scripts::PHASES.len() + 1,
             );
-            apply::apply(db)
+            // (The text before the commit: the commit is the call's last work.)
+            apply::apply(db).map(|r| r.to_text())
         });
         progress::end();
-        Ok(report?.to_text())
+        Ok(report?)
     })?;
     db.create_scalar_function("dedup_plan", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_plan")?;
@@ -246,17 +247,22 @@ pub fn register(db: &Connection) -> Result<()> {
             let mut s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
             s.phases = settings::Phases::FromPlan(table.clone());
             plan::plan(db, &s)?;
-            apply::apply(db)
+            apply::apply(db).map(|r| r.to_text())
         });
         progress::end();
-        Ok(report?.to_text())
+        Ok(report?)
     })?;
     db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
         let timeout = read_settings(&db, "dedup_apply", None)?.busy_timeout;
-        let report = atomically(&db, Lock::Write, timeout, "dedup_apply", apply::apply)?;
-        Ok(report.to_text())
+        Ok(atomically(
+            &db,
+            Lock::Write,
+            timeout,
+            "dedup_apply",
+            |db| apply::apply(db).map(|r| r.to_text()),
+        )?)
     })?;
     db.create_scalar_function("dedup_restore", 0, WRITES, |ctx| {
         // Safety: as above.
