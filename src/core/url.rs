@@ -15,88 +15,18 @@
 //!    unless it is `#page=N` or an application route (`#/...`, `#!/...`);
 //! 6. discard the result when it contains an ignored substring.
 
-use std::fmt;
-
+pub use super::url_common::{unwrap_wayback, CanonicalUrl, Discard, MAX_URL_BYTES};
 pub use super::url_options::{
-    UrlOptions, DEFAULT_IGNORE, DEFAULT_KEEP, DEFAULT_TRACKING, OPTION_WORDS,
+    UrlOptions, UrlRules, DEFAULT_IGNORE, DEFAULT_KEEP, DEFAULT_TRACKING, OPTION_WORDS,
 };
 
-/// A canonicalized URL with what the pipeline needs beside it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CanonicalUrl {
-    /// The canonical URL.
-    pub url: String,
-    /// Its host (lowercase, no port), the pipeline's `domain`.
-    pub domain: String,
-    /// The web.archive.org wrapper the URL was unwrapped from, if any.
-    pub wayback: Option<String>,
-}
-
-/// Why a URL leaves the pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Discard {
-    /// It contains an ignored substring (the pattern is given).
-    Ignored(String),
-    /// It cannot be parsed as an http(s) URL with a host.
-    Unparseable(String),
-}
-
-impl fmt::Display for Discard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Discard::Ignored(p) => write!(f, "ignored: {p}"),
-            Discard::Unparseable(why) => write!(f, "unparseable: {why}"),
-        }
-    }
-}
-
-/// URLs longer than this are unparseable: no page has one, and parsing a
-/// huge one would hold the caller (1 MiB parses in a few milliseconds).
-pub const MAX_URL_BYTES: usize = 1 << 20;
-
-/// At most 200 characters of `s` for a reason: it never copies a huge input.
-fn excerpt(s: &str) -> String {
-    crate::core::text::excerpt(s, 200)
-}
-
-/// Returns the archived URL and the wrapper when `url` is a
-/// `web.archive.org/web/<digits>[flags]/<http(s) url>` snapshot URL.
-pub fn unwrap_wayback(url: &str) -> Option<(&str, &str)> {
-    let rest = strip_prefix_ignore_case(url, "https://")
-        .or_else(|| strip_prefix_ignore_case(url, "http://"))?;
-    let rest = strip_prefix_ignore_case(rest, "web.archive.org/web/")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return None;
-    }
-    let rest = &rest[digits..];
-    let flags = rest
-        .bytes()
-        .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
-        .count();
-    let inner = rest[flags..].strip_prefix('/')?;
-    if strip_prefix_ignore_case(inner, "http://").is_some()
-        || strip_prefix_ignore_case(inner, "https://").is_some()
-    {
-        Some((inner, url))
-    } else {
-        None
-    }
-}
-
-fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    if s.len() >= prefix.len()
-        && s.is_char_boundary(prefix.len())
-        && s[..prefix.len()].eq_ignore_ascii_case(prefix)
-    {
-        Some(&s[prefix.len()..])
-    } else {
-        None
-    }
-}
-
 /// Canonicalizes `url` (see the module documentation for the rules).
+/// Under [`UrlRules::Reference`], the reference's rules instead
+/// ([`super::url_reference`]).
 pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discard> {
+    if opts.rules == UrlRules::Reference {
+        return super::url_reference::canonicalize(url, opts);
+    }
     let mut c = canonicalize_once(url, opts)?;
     // The rules can make a wrapper of what was none (an invisible character
     // in the host, a newline in the path); a canonical URL is none, so that
@@ -115,6 +45,11 @@ pub fn canonicalize(url: &str, opts: &UrlOptions) -> Result<CanonicalUrl, Discar
         "archive wrappers still nested after {MAX_WRAPPER_PASSES} passes in '{}'",
         excerpt(url)
     )))
+}
+
+/// At most 200 characters of `s` for a reason: it never copies a huge input.
+fn excerpt(s: &str) -> String {
+    crate::core::text::excerpt(s, 200)
 }
 
 /// Passes [`canonicalize`] makes over wrappers that its rules revealed.

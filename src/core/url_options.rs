@@ -52,10 +52,22 @@ pub const DEFAULT_TRACKING: &[&str] = &[
     "sid",
 ];
 
+/// Whose URL rules [`super::url::canonicalize`] applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UrlRules {
+    /// The project's (RFC host case, slash handling; [`super::url`]).
+    #[default]
+    Project,
+    /// The reference pipeline's, quirks included ([`super::url_reference`]).
+    Reference,
+}
+
 /// Options of [`super::url::canonicalize`]; `Default` gives the reference's settings
 /// (`discard_params` on, `fix_urls` off).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlOptions {
+    /// Whose rules apply (option word `reference`).
+    pub rules: UrlRules,
     /// Keep every query parameter except tracking ones (the reference's
     /// `discard_params = False`).
     pub keep_params: bool,
@@ -75,6 +87,7 @@ impl Default for UrlOptions {
     fn default() -> Self {
         let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
         UrlOptions {
+            rules: UrlRules::Project,
             keep_params: false,
             strip_www: false,
             prefer_https: false,
@@ -86,7 +99,7 @@ impl Default for UrlOptions {
 }
 
 /// The option words [`UrlOptions::parse`] accepts.
-pub const OPTION_WORDS: &str = "keep_params, discard_params, strip_www, https, \
+pub const OPTION_WORDS: &str = "reference, keep_params, discard_params, strip_www, https, \
     ignore=a|b, ignore+=a|b, keep=a|b, keep+=a|b, tracking=a|b, tracking+=a|b";
 
 impl UrlOptions {
@@ -96,6 +109,7 @@ impl UrlOptions {
         let mut opts = UrlOptions::default();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item {
+                "reference" => opts.rules = UrlRules::Reference,
                 "keep_params" => opts.keep_params = true,
                 "discard_params" => opts.keep_params = false,
                 "strip_www" => opts.strip_www = true,
@@ -147,6 +161,7 @@ impl UrlOptions {
     /// parse.
     pub fn alike_for(&self, other: &UrlOptions, url: &str) -> bool {
         !url.contains('?')
+            && self.rules == other.rules
             && self.strip_www == other.strip_www
             && self.prefer_https == other.prefer_https
             && self.ignore == other.ignore

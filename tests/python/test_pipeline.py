@@ -35,7 +35,10 @@ def test_reference_urls_give_the_reference_survivors(tmp_path, variant, settings
 
 
 def model_rows(conn, settings):
-    opts = "" if settings.get("discard_params", 1) else "keep_params"
+    """The rows as the model reads them, canonical URLs by the rules the
+    settings choose (the reference's under compat)."""
+    opts = ",".join(o for o in ["reference" if settings.get("compat") == "reference" else "",
+                                "" if settings.get("discard_params", 1) else "keep_params"] if o)
     rows = conn.execute(
         "SELECT rowid, canonical_url(url, ?1), url_domain(url, ?1), content_hash, datetime, crawled, "
         "length, category, parsed FROM pages", (opts,)).fetchall()
@@ -57,21 +60,6 @@ def test_the_model_reproduces_the_reference(tmp_path, variant, settings, keep_pa
     assert got == set(P.expected_survivors(variant))
 
 
-@pytest.mark.parametrize("variant,settings,keep_params", [VARIANTS[0], VARIANTS[3]], ids=["t090.d50", "keepparams"])
-def test_own_urls_differ_from_the_reference_only_through_the_url_rules(tmp_path, variant, settings, keep_params):
-    """With our canonical URLs, the survivors are what the reference algorithm
-    gives on those URLs (computed by the independent model)."""
-    conn = P.connect(P.copy_corpus(tmp_path))
-    expected = reference_model.run(model_rows(conn, settings))
-    P.set_settings(conn, **settings)
-    P.run_phases(conn)
-    got = P.surviving(conn)
-    assert set(got) == expected
-    # Every surviving URL is canonical: canonicalizing it again changes nothing.
-    opts = "keep_params" if keep_params else ""
-    assert all(u == conn.execute("SELECT canonical_url(?, ?)", (u, opts)).fetchone()[0] for u in got.values())
-
-
 def test_the_readme_command_deduplicates_the_demo_crawl(tmp_path):
     """README command 1, from any checkout: the report it prints, and the
     survivors the independent Python model of the reference gives."""
@@ -84,17 +72,13 @@ def test_the_readme_command_deduplicates_the_demo_crawl(tmp_path):
     assert out.stderr == ""
     with open(os.path.join(P.ROOT, "demo", "README.md")) as f:
         assert out.stdout in f.read(), "demo/README.md shows the report"
-    # The default keeps apart the pages the reference merges by a dropped
-    # parameter (named in the report); under compat = 'reference' the
-    # survivors are the independent model's.
+    # The default keeps apart the pages the reference algorithm merges by a
+    # dropped parameter (named in the report); otherwise its survivors are
+    # the model's on the project's URLs. (Under compat = 'reference' the
+    # survivors are the reference's own: test_demo_parity.py.)
     kept = set(P.surviving(P.connect(db)))
     assert len(kept) == len(expected) + 1 and any("?lang=" in u for u in (
         P.connect(db).execute(f"SELECT url FROM pages WHERE rowid = {r}").fetchone()[0] for r in kept - expected))
-    compat = str(tmp_path / "compat.db")
-    shutil.copy(P.DEMO, compat)
-    first = P.connect(compat).execute("SELECT dedup_run('{\"compat\": \"reference\"}')").fetchone()[0]
-    assert first.splitlines()[0] == f"run 1: {len(rows)} rows -> {len(expected)} rows"
-    assert set(P.surviving(P.connect(compat))) == expected
 
 
 def test_shell_runs_the_readme_command(tmp_path):
@@ -189,7 +173,7 @@ def test_lsh_mode_is_the_unbounded_window_over_its_candidate_pairs(tmp_path):
     survivors = set(P.surviving(conn))
     P.require_corpus()
     original = P.connect(os.path.join(P.CORPUS, "parity-5k.db"))
-    rows = model_rows(original, {})
+    rows = model_rows(original, REF)
     # The election: the reference's scan with an unbounded window, limited
     # to the candidate pairs, computed independently with python-Levenshtein.
     assert survivors == reference_model.run(rows, distance=None, pairs=pairs)
@@ -217,7 +201,7 @@ def test_lsh_direct_election_is_greedy_stars_best_first(tmp_path):
     survivors = set(P.surviving(conn))
     P.require_corpus()
     original = P.connect(os.path.join(P.CORPUS, "parity-5k.db"))
-    rows = model_rows(original, {})
+    rows = model_rows(original, REF)
     assert survivors == reference_model.run(rows, distance=None, pairs=pairs, election="direct")
     chain = reference_model.run(rows, distance=None, pairs=pairs)
     removed = near_removed(conn)
@@ -227,7 +211,9 @@ def test_lsh_direct_election_is_greedy_stars_best_first(tmp_path):
     assert len(removed) >= 0.95 * (len(rows) - len(chain) - before_phase_4)
     assert all(ratio > 0.9 and survivor in survivors for survivor, ratio in removed.values())
     P.run_phases(conn)
-    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2").fetchone()[0] == 0
+    # (No near pair is left. The reference's URL rules are not idempotent,
+    # `/a/#x` becomes `/a/` and then `/a`, so a second run may merge URLs.)
+    assert conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_run = 2 AND dedup_phase = 4").fetchone()[0] == 0
 
 
 def test_lsh_mode_finds_cross_domain_copies_out_of_the_windows_reach(tmp_path):

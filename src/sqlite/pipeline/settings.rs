@@ -153,15 +153,21 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The `canonical_url` options the run uses (with `keep_params` when
-    /// `discard_params` is 0).
+    /// The `canonical_url` options the run uses (the reference's rules
+    /// under `compat = 'reference'`; `keep_params` when `discard_params`
+    /// is 0).
     pub fn canonical_options(&self) -> String {
+        let rules = if self.compat == "reference" {
+            "reference,"
+        } else {
+            ""
+        };
         let keep = if self.discard_params {
             ""
         } else {
             "keep_params,"
         };
-        format!("{keep}{}", self.url_options)
+        format!("{rules}{keep}{}", self.url_options)
     }
 
     /// The options of the strict canonical URL (every parameter kept but
