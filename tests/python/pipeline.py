@@ -35,6 +35,31 @@ def connect(path):
     return conn
 
 
+# The best of three dedup_run()s of the demo on an unloaded machine of the
+# class the time limits of the tests were set on (2 cores).
+CALIBRATION_SECONDS = 0.2
+
+
+def machine_factor(tmp_dir):
+    """How many times slower than the machine class the time limits were
+    set on this machine runs now (at least 1): the best of three
+    dedup_run()s of a copy of the demo, against CALIBRATION_SECONDS. A time
+    limit inside a test is multiplied by it, so a slow or loaded machine
+    passes where only a hang fails."""
+    import time
+    best = float("inf")
+    for i in range(3):
+        db = os.path.join(str(tmp_dir), f"calibration-{i}.db")
+        shutil.copy(DEMO, db)
+        conn = connect(db)
+        began = time.monotonic()
+        conn.execute("SELECT dedup_run()").fetchone()
+        best = min(best, time.monotonic() - began)
+        conn.close()
+        os.remove(db)
+    return max(1.0, best / CALIBRATION_SECONDS)
+
+
 def settings_known():
     """The settings the extension knows, as its error for an unknown one
     lists them."""

@@ -107,7 +107,7 @@ def test_an_interrupt_at_any_step_leaves_before_or_done(tmp_path, host, stride, 
         shutil.copy(db, probe)
         report, _ = last_report(probe)
         assert report["kind"] == "incremental" and report["dirty"] > 0 and report["removed"], report
-    sweep(host, function, db, STRIDE or stride)
+    sweep(host, function, db, STRIDE or stride, P.machine_factor(tmp_path))
 
 
 def test_an_interrupt_in_an_incremental_lsh_run_leaves_before_or_done(tmp_path):
@@ -122,14 +122,15 @@ def test_an_interrupt_in_an_incremental_lsh_run_leaves_before_or_done(tmp_path):
     report, left = last_report(probe)
     assert report["kind"] == "incremental" and report["gone"] == 2 and report["removed"].get("4"), report
     assert left == 0, "the rows that left were not swept"
-    sweep("python", "dedup_run", db, STRIDE or 4)
+    sweep("python", "dedup_run", db, STRIDE or 4, P.machine_factor(tmp_path))
 
 
-def sweep(host, function, db, stride):
+def sweep(host, function, db, stride, slower=1.0):
     """Interrupts `function` on copies of `db` at every `stride`-th VM step
     (from a seeded offset) in `host`, shared by one process a core: each
     copies the template to its own folder and tries every PARTS-th step.
-    Fails on any step after which the database was half done."""
+    Fails on any step after which the database was half done, or when a
+    part takes 15 minutes times `slower` (P.machine_factor): a hang."""
     procs = [subprocess.Popen([H.PYTHON, os.path.join(HERE, "interrupt_sweep.py"), host, function, db,
                                str(stride), str(SEED % stride), str(part), str(PARTS)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -138,7 +139,7 @@ def sweep(host, function, db, stride):
     parts = []
     try:
         for proc in procs:
-            out, err = proc.communicate(timeout=900)
+            out, err = proc.communicate(timeout=900 * slower)
             assert proc.returncode == 0, err[-3000:]
             parts.append(json.loads(out))
     finally:

@@ -414,13 +414,18 @@ def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
 def test_readme_command_1_in_a_plain_clone(tmp_path):
     """Clone into an empty folder (no ../shared beside it) and run the
     README's first set-up command as written: it builds and deduplicates the
-    demo crawl. (Command 2 is `tests/run`, which CI runs as .ci/run.)"""
+    demo crawl. (Command 2 is `tests/run --install`; CI runs its two steps
+    as .ci/run.)"""
     readme = open(os.path.join(P.ROOT, "README.md")).read()
     block = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
     lines = block.splitlines()
-    command1 = lines[lines.index(next(l for l in lines if l.startswith("# 1."))) + 1]
-    command2 = lines[lines.index(next(l for l in lines if l.startswith("# 2."))) + 1]
-    assert command2 == "tests/run"
+    def command(n):
+        after = lines[lines.index(next(l for l in lines if l.startswith(f"# {n}."))):]
+        return next(l for l in after if not l.startswith("#"))
+    command1, command2 = command(1), command(2)
+    assert command2 == "tests/run --install"
+    ci = open(os.path.join(P.ROOT, ".ci", "run")).read()
+    assert "\ntests/install\n" in ci and ci.rstrip().endswith("tests/run")
     clone = tmp_path / "empty" / "sqlite-dedup"
     clone.parent.mkdir()
     subprocess.run(["git", "clone", "-q", P.ROOT, str(clone)], check=True)

@@ -208,6 +208,7 @@ def test_a_100k_builder_corpus_in_seven_unequal_shards_equals_one_database(spark
     cut into ranges of 2,000 positions (window mode), so that boundaries
     fall inside groups of near-copies, or into the LSH candidate graph's
     components (lsh mode)."""
+    P.require_corpus()  # (the builder and its text pool are in ../shared)
     from sqlite_dedup import spark as dedup_spark
     sys.path.insert(0, os.path.join(P.ROOT, "benches"))
     from corpora import corpus
