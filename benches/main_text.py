@@ -19,7 +19,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# (benches/html.py would shadow the standard library's html, which trafilatura imports.)
+# (A bench named html.py would shadow the standard library's html: benches/html_text.py.)
 sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.join(ROOT, "benches")]
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 from sites import shop_with_changing_boxes  # noqa: E402

@@ -50,30 +50,42 @@ FROM _dedup_domain_removed
 DROP TABLE IF EXISTS temp._dedup_kept_apart;
 CREATE TEMP TABLE _dedup_kept_apart (domain TEXT, params TEXT, pages INTEGER);
 DROP TABLE IF EXISTS temp._dedup_apart;
+DROP TABLE IF EXISTS temp._dedup_apart_all;
 -- Phase 2 left one survivor per URL key, coalesce(strict_url,
 -- canonical_url), so a canonical URL two survivors share is the canonical
 -- URL of a survivor whose strict URL differs from it (a few rows: 5 of 1M
 -- builder pages): the groups are counted among those URLs only, each
--- looked up by _dedup_prepared_url (0.24 s against 2.9 s at 1M).
+-- looked up by _dedup_prepared_url (0.24 s against 2.9 s at 1M). An
+-- incremental run prepares only some rows: the index's other kept rows
+-- of such URLs come from temp._dedup_index_apart (empty in a full run).
+CREATE TEMP TABLE _dedup_apart_all AS
+WITH survivors AS (
+  SELECT p.source_rowid, p.domain, p.canonical_url, p.strict_url FROM _dedup_prepared AS p
+  WHERE p.strict_url IS NOT NULL AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
+    AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+), others AS (
+  SELECT k.source_rowid, k.domain, k.canonical_url, k.strict_url FROM _dedup_index_apart AS k
+  WHERE k.source_rowid NOT IN (SELECT source_rowid FROM _dedup_prepared)
+    AND k.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+), urls AS (
+  SELECT s.canonical_url FROM _dedup_prepared AS s
+  WHERE s.strict_url IS NOT s.canonical_url AND s.strict_url IS NOT NULL
+    AND s.skip_reason IS NULL AND s.canonical_url IS NOT NULL
+    AND s.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
+  UNION SELECT canonical_url FROM others WHERE strict_url IS NOT canonical_url
+)
+SELECT * FROM survivors WHERE canonical_url IN (SELECT canonical_url FROM urls)
+UNION ALL
+SELECT * FROM others WHERE canonical_url IN (SELECT canonical_url FROM urls);
 CREATE TEMP TABLE _dedup_apart AS
-SELECT p.source_rowid, p.domain, p.canonical_url, p.strict_url
-FROM _dedup_prepared AS p
-WHERE p.strict_url IS NOT NULL AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
-  AND p.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
-  AND p.canonical_url IN (
-    SELECT q.canonical_url FROM _dedup_prepared AS q
-    WHERE q.canonical_url IN (
-            SELECT s.canonical_url FROM _dedup_prepared AS s
-            WHERE s.strict_url IS NOT s.canonical_url AND s.strict_url IS NOT NULL
-              AND s.skip_reason IS NULL AND s.canonical_url IS NOT NULL
-              AND s.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal))
-      AND q.strict_url IS NOT NULL AND q.skip_reason IS NULL
-      AND q.source_rowid NOT IN (SELECT source_rowid FROM _dedup_removal)
-    GROUP BY q.canonical_url HAVING count(*) > 1);
--- (A group's parameters: those dropped from any of its pages' URLs.)
+SELECT * FROM _dedup_apart_all
+WHERE canonical_url IN (SELECT canonical_url FROM _dedup_apart_all GROUP BY canonical_url HAVING count(*) > 1);
+DROP TABLE temp._dedup_apart_all;
+-- (A group's parameters: those dropped from its pages' URLs whose values
+-- differ between them, each once.)
 INSERT INTO _dedup_kept_apart
 SELECT domain, params, sum(pages) FROM (
-  SELECT min(a.domain) AS domain, group_concat(DISTINCT nullif(dedup_extra_params(a.strict_url, a.canonical_url), '')) AS params,
+  SELECT min(a.domain) AS domain, nullif(dedup_differing_params(a.strict_url, a.canonical_url), '') AS params,
          count(*) AS pages
   FROM _dedup_apart AS a GROUP BY a.canonical_url
 ) GROUP BY domain, params ORDER BY sum(pages) DESC, domain, params;
@@ -88,7 +100,7 @@ SELECT a.source_rowid, 'kept apart', NULL, NULL,
        || ': their texts differ, so the parameter changes content on ' || coalesce(a.domain, 'this site')
 FROM _dedup_apart AS a
 JOIN (SELECT canonical_url, count(*) AS pages,
-             group_concat(DISTINCT nullif(dedup_extra_params(strict_url, canonical_url), '')) AS params
+             nullif(dedup_differing_params(strict_url, canonical_url), '') AS params
       FROM _dedup_apart GROUP BY canonical_url) AS g ON g.canonical_url = a.canonical_url;
 UPDATE _dedup_prepared SET rewrite_url = strict_url
 WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);

@@ -323,10 +323,81 @@ pub fn dropped_param_names<'a>(strict: &'a str, canonical: &str) -> Vec<&'a str>
     names
 }
 
+/// The dropped parameters of `strict` (as [`dropped_param_names`]
+/// counts them), each as (name, value).
+fn dropped_params<'a>(strict: &'a str, canonical: &str) -> Vec<(&'a str, &'a str)> {
+    let mut kept = query_params(canonical);
+    let mut out = Vec::new();
+    for p in query_params(strict) {
+        match kept.iter().position(|k| *k == p) {
+            Some(i) => {
+                kept.swap_remove(i);
+            }
+            None => out.push(p.split_once('=').unwrap_or((p, ""))),
+        }
+    }
+    out
+}
+
+/// The values of parameter `name` among a page's dropped ones, sorted.
+fn values_of<'a>(page: &[(&str, &'a str)], name: &str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = page
+        .iter()
+        .filter(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Of pages that share a canonical URL, given as (strict URL, canonical
+/// URL), the names of the dropped parameters whose values are not the same
+/// on every page (a page without the parameter counts as one more value):
+/// the parameters that tell them apart. Sorted, each once.
+///
+/// ```
+/// use dedup::core::url::differing_params;
+/// let pages = [("https://a.org/r?id=1&start=0", "https://a.org/r"), ("https://a.org/r?id=2&start=0", "https://a.org/r")];
+/// assert_eq!(differing_params(&pages), ["id"]);
+/// ```
+pub fn differing_params(pages: &[(&str, &str)]) -> Vec<String> {
+    let dropped: Vec<Vec<(&str, &str)>> = pages.iter().map(|(s, c)| dropped_params(s, c)).collect();
+    let mut names: Vec<&str> = dropped.iter().flatten().map(|(n, _)| *n).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| {
+            let first = values_of(&dropped[0], name);
+            dropped[1..]
+                .iter()
+                .any(|page| values_of(page, name) != first)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn differing_params_name_only_what_tells_the_pages_apart() {
+        let pages = [
+            ("https://f.org/t?id=1&start=0", "https://f.org/t"),
+            ("https://f.org/t?id=2&start=0", "https://f.org/t"),
+            ("https://f.org/t?id=1&id=3&start=0", "https://f.org/t"),
+        ];
+        assert_eq!(differing_params(&pages), ["id"]);
+        // A parameter one page lacks tells it apart.
+        let pages = [
+            ("https://f.org/t?id=1&p=2", "https://f.org/t"),
+            ("https://f.org/t?id=1", "https://f.org/t"),
+        ];
+        assert_eq!(differing_params(&pages), ["p"]);
+        assert!(differing_params(&pages[..1]).is_empty());
+    }
 
     fn canon(url: &str) -> String {
         canonicalize(url, &UrlOptions::default()).unwrap().url

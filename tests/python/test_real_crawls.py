@@ -5,6 +5,7 @@ otherwise tied election; `compat = 'reference'` gives the reference's
 behaviour (the parity tests run under it)."""
 import json
 import random
+import shutil
 import sqlite3
 
 import pytest
@@ -248,3 +249,53 @@ def test_chrome_that_changes_per_page_is_left_out_by_structure_when_stripping(tm
     assert strip.execute("SELECT DISTINCT dedup_phase FROM dedup_removed").fetchall() == [(3,)]
     assert {u.split("/")[2] for (u,) in strip.execute("SELECT url FROM pages")} == {"mirror.example.net"}
     assert strip.execute("SELECT main_text(content) FROM pages LIMIT 1").fetchone()[0].startswith("Product ")
+
+
+def forum(tmp_path, name="forum.db"):
+    """A forum's topics by `id`, each paged by `start`: page 0 of topic 1
+    under two `start` spellings (one exact copy), topics 1 to 3 distinct."""
+    from incremental_state import own_text
+    db = str(tmp_path / name)
+    conn = P.connect(db)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    rows = [("https://forum.example/t?id=1&start=0", own_text(1)),
+            ("https://forum.example/t?id=1&start=0&sid=9", own_text(1)),
+            ("https://forum.example/t?start=0&id=2", own_text(2)),
+            ("https://forum.example/t?id=3&start=0", own_text(3))]
+    conn.executemany("INSERT INTO pages (url, parsed, crawled) VALUES (?, ?, '2026-01-01')", rows)
+    return db, conn
+
+
+def test_kept_apart_names_only_the_parameters_that_tell_pages_apart_once_each(tmp_path):
+    """`start` is on every page with one value: it tells nothing apart, and
+    is not named; `id` is named once (before: `start` named, `id` twice)."""
+    db, conn = forum(tmp_path)
+    report = conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert "  kept apart: `id` changes content on forum.example, 3 pages" in report.splitlines(), report
+    notes = [n for (n,) in conn.execute("SELECT note FROM dedup_notes WHERE kind = 'kept apart'")]
+    assert len(notes) == 3 and all("without parameter `id`:" in n for n in notes), notes
+
+
+def test_an_incremental_runs_kept_apart_line_is_the_full_runs(tmp_path):
+    """After a new topic and a page elsewhere, the incremental run names the
+    same kept-apart pages as a full run on a copy; and after a page
+    elsewhere only, too (before: the line was gone, the kept-apart rows
+    being none of the new ones)."""
+    from incremental_state import own_text
+    db, conn = forum(tmp_path)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://forum.example/t?id=4&start=0', ?, '2026-01-02'), "
+                 "('https://blog.example/post', ?, '2026-01-02')", (own_text(4), own_text(5)))
+    conn.close()
+    shutil.copy(db, str(tmp_path / "full.db"))
+    full = P.connect(str(tmp_path / "full.db"))
+    want = full.execute("SELECT dedup_run('{\"full\": true}')").fetchone()[0]
+    conn = P.connect(db)
+    got = conn.execute("SELECT dedup_run()").fetchone()[0]
+    line = "  kept apart: `id` changes content on forum.example, 4 pages"
+    assert line in want.splitlines(), want
+    assert "incremental" in got and line in got.splitlines(), got
+    conn.execute("INSERT INTO pages (url, parsed, crawled) VALUES ('https://blog.example/other', ?, '2026-01-03')",
+                 (own_text(6),))
+    got = conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert "incremental" in got and line in got.splitlines(), got

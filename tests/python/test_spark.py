@@ -211,7 +211,10 @@ def test_a_100k_builder_corpus_in_seven_unequal_shards_equals_one_database(spark
     P.require_corpus()  # (the builder and its text pool are in ../shared)
     from sqlite_dedup import spark as dedup_spark
     sys.path.insert(0, os.path.join(P.ROOT, "benches"))
-    from corpora import corpus
+    try:
+        from corpora import corpus
+    finally:
+        sys.path.remove(os.path.join(P.ROOT, "benches"))  # (its modules are no one else's)
     whole = str(tmp_path / "whole.db")
     shutil.copy(corpus(100000), whole)
     shards = split(whole, tmp_path, [0.02, 0.15, 0.2, 0.45, 0.5, 0.8])

@@ -12,6 +12,7 @@ pub mod index_functions;
 pub mod index_keys;
 pub mod index_state;
 pub mod json;
+pub mod kept_apart;
 pub mod locate;
 pub mod lsh_input;
 pub mod near_input;
@@ -126,6 +127,7 @@ pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index_functions::register(db)?;
     index_bands::register(db)?;
+    kept_apart::register(db)?;
     rows_arrow::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;

@@ -11,7 +11,9 @@ use super::trace::{lap, Trace};
 use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 52] = [
+pub const TEMP_OBJECTS: [(&str, &str); 54] = [
+    ("VIEW", "_dedup_index_apart"),
+    ("TABLE", "_dedup_apart_all"),
     ("TRIGGER", "_dedup_seen_insert"),
     ("TRIGGER", "_dedup_seen_update"),
     ("TRIGGER", "_dedup_seen_delete"),

@@ -181,6 +181,31 @@ pub fn prepare(
             ""
         }
     ))?;
+    // Phase 6's kept-apart groups among the kept rows this run does not
+    // prepare (sql/06_removals.sql): in an incremental run, the index's
+    // rows whose canonical URL another kept row's strict URL drops
+    // parameters from (its partial index `dedup_index_strict`, and the
+    // order's key by URL); none in a full run.
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS temp._dedup_index_apart;
+         CREATE TEMP VIEW _dedup_index_apart AS {};",
+        if why.is_none() {
+            "WITH c AS (SELECT DISTINCT canonical_url FROM main.dedup_index
+                        WHERE strict_url IS NOT canonical_url AND strict_url IS NOT NULL
+                          AND canonical_url IS NOT NULL AND skip_reason IS NULL),
+                  m AS (SELECT rid FROM main.dedup_index
+                        WHERE strict_url IS NOT canonical_url AND canonical_url IN (SELECT canonical_url FROM c)
+                        UNION SELECT o.id FROM main.dedup_index_order AS o
+                        WHERE o.url IN (SELECT canonical_url FROM c) AND o.placeholder = 0)
+             SELECT x.rid AS source_rowid, x.domain, x.canonical_url, x.strict_url FROM main.dedup_index AS x
+             WHERE x.rid IN (SELECT rid FROM m) AND x.strict_url IS NOT NULL AND x.skip_reason IS NULL
+               AND x.canonical_url IS NOT NULL
+               AND x.rid NOT IN (SELECT rid FROM temp._dedup_dirty)
+               AND x.rid NOT IN (SELECT rid FROM temp._dedup_gone)"
+        } else {
+            "SELECT NULL AS source_rowid, NULL AS domain, NULL AS canonical_url, NULL AS strict_url WHERE 0"
+        }
+    ))?;
     // (Unsettled rows, fingerprint 0, are counted apart: see RunKind.)
     let counts = if why.is_none() {
         "(SELECT count(*) FROM temp._dedup_dirty AS d WHERE NOT EXISTS (SELECT 1 FROM main.dedup_index AS x WHERE x.rid = d.rid AND x.fp = 0)),

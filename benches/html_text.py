@@ -6,7 +6,7 @@ C HTML5 parser: `LexborHTMLParser(html)`, scripts and styles stripped, then
 `body.text(separator="\\n")`), when installed; without it the table has our figures only.
 
     python3 -m venv v && v/bin/pip install selectolax   # the peer (optional)
-    v/bin/python benches/html.py [--mb 50]
+    v/bin/python benches/html_text.py [--mb 50]
 """
 import argparse
 import os
