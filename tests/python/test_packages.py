@@ -396,6 +396,42 @@ asyncio.run(main())
     assert lines[10] == "admin 200 355", lines[10]
 
 
+def test_the_datasette_review_page_runs_no_script_of_a_hostile_database(tmp_path, dist):
+    """`/-/dedup-review/<db>` served by a real Datasette on 127.0.0.1, on a
+    database whose every shown value is hostile: in Chromium, on Datasette's
+    origin, no script of the data runs (test_review.py's checks)."""
+    import socket
+    import time
+    import urllib.request
+    from test_review import assert_no_script_runs, browser, make_hostile
+    browser().quit()  # (a skip, or a failure in CI, before the venv's minutes)
+    bin_ = plugin_venv(tmp_path, dist, "datasette-sqlite-dedup", "datasette")
+    db = str(tmp_path / "hostile.db")
+    shutil.copy(P.DEMO, db)
+    P.connect(db).execute("SELECT dedup_run()").fetchone()
+    make_hostile(db)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([f"{bin_}/datasette", "serve", db, "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/-/dedup-review/hostile"
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    assert r.status == 200 and "default-src 'none'" in r.headers["content-security-policy"]
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("datasette did not answer")
+        assert_no_script_runs(url, "review-hostile-datasette.png")
+    finally:
+        server.kill()
+        server.communicate()
+
+
 def test_the_aarch64_archive_when_this_machine_can_cross_build(dist):
     """Built only where the aarch64 Rust target and cross linker are
     installed (not in CI): its file is an aarch64 ELF needing glibc <= 2.34."""

@@ -95,7 +95,8 @@ def test_shell_runs_the_readme_command(tmp_path):
         "  kept apart: `lang` changes content on jlevy.github.io, 2 pages",
         # The reference's window election: 78 removals end far from their
         # final survivor (benches/drift.py counts the same 78 with dedup_why).
-        "  drift: 78 phase-4 removal(s) whose final survivor is at or below the threshold",
+        "  drift: 78 phase-4 removal(s) whose final survivor is at or below the threshold"
+        + ' (its survivor was removed in turn: docs/pipeline.md, "Drift")',
     ]
     conn = P.connect(db)
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 1014

@@ -129,14 +129,9 @@ def test_the_filters_in_the_address_apply_on_load(report):
 HOSTILE = "<img src=x onerror=\"window.__pwned='{where}';alert(1)\"><script>window.__pwned='{where}'</script>"
 
 
-def test_a_hostile_database_runs_no_script_on_the_review_page(report, tmp_path):
-    """Every value of every table the page shows, hostile: in Chromium no
-    script of the data runs, no dialog opens, no link leaves for a
-    javascript: URL, and the page's own filter still works (its script is
-    allowed by the policy)."""
-    from selenium.common.exceptions import NoAlertPresentException
-    from selenium.webdriver.common.by import By
-    db, _ = report
+def make_hostile(db):
+    """Every value of every table the review page shows, hostile (the
+    archive's URL a javascript: URL)."""
     conn = P.connect(db)
     h = lambda where: HOSTILE.format(where=where)
     conn.execute("UPDATE dedup_runs SET rows_before = ?, rows_after = ?, finished = ?, report = ?",
@@ -148,21 +143,25 @@ def test_a_hostile_database_runs_no_script_on_the_review_page(report, tmp_path):
                  (h("title"), h("parsed") + " "))
     conn.execute("UPDATE dedup_notes SET note = ?, ratio = ?", (h("note"), h("ratio")))
     conn.commit()
-    page = str(tmp_path / "hostile.html")
-    out = cli(tmp_path, "report", db, "-o", page)
-    assert out.returncode == 0, out.stderr
-    text = open(page).read()
-    assert "Content-Security-Policy" in text
+    conn.close()
+
+
+def assert_no_script_runs(url, screenshot):
+    """In Chromium, the review page at `url` runs no script of the data, opens
+    no dialog, stays where it is, links only http(s) URLs, shows the
+    javascript: URL as text, and its own script still filters."""
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
     drv = browser()
     try:
-        drv.get("file://" + page)
+        drv.get(url)
         try:
             drv.switch_to.alert
             raise AssertionError("a dialog opened")
         except NoAlertPresentException:
             pass
         assert drv.execute_script("return window.__pwned === undefined")
-        assert drv.current_url == "file://" + page
+        assert drv.current_url == url
         hrefs = [a.get_attribute("href") or "" for a in drv.find_elements(By.TAG_NAME, "a")]
         assert hrefs and all(h.startswith(("http://", "https://")) for h in hrefs), \
             [h for h in hrefs if not h.startswith("http")]
@@ -171,9 +170,25 @@ def test_a_hostile_database_runs_no_script_on_the_review_page(report, tmp_path):
         # The page's own script still filters.
         drv.find_element(By.ID, "text").send_keys("javascript:")
         assert drv.find_element(By.ID, "shown").text == "1"
-        drv.save_screenshot(os.path.join(ARTIFACTS, "review-hostile.png")) if os.path.isdir(ARTIFACTS) else None
+        drv.save_screenshot(os.path.join(ARTIFACTS, screenshot)) if os.path.isdir(ARTIFACTS) else None
     finally:
         drv.quit()
+
+
+def test_a_hostile_database_runs_no_script_on_the_review_page(report, tmp_path):
+    """Every value of every table the page shows, hostile: in Chromium no
+    script of the data runs, no dialog opens, no link leaves for a
+    javascript: URL, and the page's own filter still works (its script is
+    allowed by the policy). (On Datasette's origin:
+    test_packages.py::test_the_datasette_review_page_runs_no_script_of_a_hostile_database.)"""
+    db, _ = report
+    make_hostile(db)
+    page = str(tmp_path / "hostile.html")
+    out = cli(tmp_path, "report", db, "-o", page)
+    assert out.returncode == 0, out.stderr
+    text = open(page).read()
+    assert "Content-Security-Policy" in text
+    assert_no_script_runs("file://" + page, "review-hostile.png")
 
 
 def test_the_word_diff_is_bounded_on_long_repetitive_pairs():

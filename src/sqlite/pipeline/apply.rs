@@ -164,11 +164,12 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             let one = update("AND p.source_rowid = ?1");
             located(db, e, "rewriting", KEPT, |id| db.execute(&one, [id]))
         })?;
+        lap("apply: rewrite", &mut step);
         record_written(db, &source, plan.run, &rewrites)?;
+        lap("apply: written", &mut step);
     }
     super::trigger_writes::settle(db, plan.run, written_after.rewritten)?;
-
-    lap("apply: rewrite", &mut step);
+    lap("apply: trigger writes", &mut step);
     // 5. Domain counts, the run's record, the explanation view.
     // The domain counts before the run are kept with it, for restore; a row
     // with a NULL dedup_rowid marks a run that kept them (even none).

@@ -212,7 +212,7 @@ impl Report {
         }
         if self.drift > 0 {
             lines.push(format!(
-                "  drift: {} phase-4 removal(s) whose final survivor is at or below the threshold",
+                "  drift: {} phase-4 removal(s) whose final survivor is at or below the threshold (its survivor was removed in turn: docs/pipeline.md, \"Drift\")",
                 self.drift
             ));
         }

@@ -17,6 +17,7 @@ const MOVED_LISTED: usize = 20;
 
 /// Restores the latest run; returns what was done, in words.
 pub fn restore(db: &Connection) -> Result<String, DedupError> {
+    let _whole = super::trace::Trace("restore".into(), std::time::Instant::now());
     if schema::object_type(db, "dedup_runs")?.is_none() {
         return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
@@ -114,7 +115,9 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         .prepare("SELECT DISTINCT name FROM main.dedup_rewritten WHERE dedup_run = ?1 AND typeof(name) = 'text'")?
         .query_map([run], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
+    let mut step = std::time::Instant::now();
     let (left, first_left) = locate_survivors(db, &source, run, &names)?;
+    super::trace::lap("restore: locate survivors", &mut step);
     for name in &names {
         let Some(col) = source
             .columns
