@@ -79,11 +79,13 @@ def main(so, version, platform, outdir):
         f"Version: {version}\n"
         "Summary: SQLite extension that finds and removes duplicate and near-duplicate web pages\n"
         "License: MIT\nRequires-Python: >=3.8\n"
-        # `pip install "sqlite-dedup[spark]"`: the Spark layer (docs/scale-out.md).
+        # `pip install "<the wheel>[spark]"`: the Spark layer (docs/scale-out.md),
+        # with the pandas PySpark 4.0 supports (2.x) and numpy.
         "Provides-Extra: spark\n"
         'Requires-Dist: pyspark>=4.0; extra == "spark"\n'
         'Requires-Dist: pyarrow>=11; extra == "spark"\n'
-        'Requires-Dist: pandas>=2.2; extra == "spark"\n'
+        'Requires-Dist: pandas<3,>=2.2; extra == "spark"\n'
+        'Requires-Dist: numpy; extra == "spark"\n'
         "Description-Content-Type: text/markdown\n\n" + readme).encode()
     files[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: sqlite-dedup scripts/build_wheel.py\n"
                               f"Root-Is-Purelib: false\nTag: py3-none-{platform}\n").encode()

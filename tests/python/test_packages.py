@@ -134,7 +134,7 @@ def test_the_wheel_carries_the_spark_layer_as_an_extra(tmp_path, dist):
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     run = subprocess.run([f"{bin_}/sqlite-dedup", "spark", "run", db], capture_output=True, text=True)
-    assert run.returncode == 2 and 'pip install "sqlite-dedup[spark]"' in run.stderr, run.stderr
+    assert run.returncode == 2 and 'pip install "<the sqlite_dedup wheel>[spark]"' in run.stderr, run.stderr
     # (Importing the subpackage does not import PySpark.)
     imp = subprocess.run([f"{bin_}/python", "-c", "import sqlite_dedup.spark, sys; print('pyspark' in sys.modules)"],
                          capture_output=True, text=True, check=True)

@@ -315,6 +315,11 @@ def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
     assert state(shards) == state([whole])
     assert "3 shard(s), 600 rows -> 245 rows" in run.stdout
     assert "shard 2: run 1, 300 -> 117 rows" in run.stdout
+    # Each step on standard error as it ends (a job runs for minutes).
+    said = [line for line in run.stderr.splitlines() if line.startswith("sqlite-dedup spark: ")]
+    assert said[0] == "sqlite-dedup spark: planning 3 shard(s) as one database", run.stderr
+    assert any(line.startswith("sqlite-dedup spark: phase 4, near duplicates: done in ") for line in said), said
+    assert said[-1].startswith("sqlite-dedup spark: applying job spark-"), said
 
 
 def test_the_command_line_options_are_the_run_settings(package):

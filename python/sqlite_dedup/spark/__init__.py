@@ -2,7 +2,7 @@
 survivors `dedup_run()` gives on their union in one database (the shards
 concatenated in the order given), each shard keeping its archive and its
 restore. PySpark is imported here only inside the functions
-(`pip install "sqlite-dedup[spark]"`).
+(`pip install "<the sqlite_dedup wheel>[spark]"`, docs/scale-out.md).
 
     from pyspark.sql import SparkSession
     from sqlite_dedup import spark as dedup_spark
@@ -106,7 +106,7 @@ def _prepared_pages(pages, settings_json, id_column):
         lambda batches: _tasks.prepare_batches(batches, id_column, columns, settings_json), _row_schema())
 
 
-def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column="id"):
+def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column="id", progress=None):
     """The decisions a run would take, as a DataFrame (shard, rid, phase,
     reason, survivor_shard, survivor_rid, ratio, rewrite_url, note) — one
     row per removed row (phase 1–5) and per kept row whose URL stays apart
@@ -117,7 +117,8 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     settings)`), with the pipeline's column names and unique integer ids
     in `id_column` (shard 0, rid = id). Phase 4 scans
     ranges of `partition_rows` positions (by default at most PARTITION_ROWS,
-    and fewer when that gives fewer than two ranges a core)."""
+    and fewer when that gives fewer than two ranges a core). `progress`, a
+    function of one string, is told each step as it ends."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from . import _elect, _lsh, _window
@@ -130,6 +131,8 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
         now = time.perf_counter()
         seconds[name] = round(now - clock[0], 3)
         clock[0] = now
+        if progress:
+            progress(f"{STEPS.get(name, name)}: done in {seconds[name]:.1f} s")
 
     keep = []
 
@@ -213,13 +216,14 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     return decisions, figures
 
 
-def run(spark, shard_paths, settings=None, partition_rows=None):
+def run(spark, shard_paths, settings=None, partition_rows=None, progress=None):
     """Deduplicates the shards as one database: plans on Spark, keeps each
     shard's part of the plan in the shard (table dedup_pending_plan), then
     applies every part with dedup_apply_plan, a task per shard. Returns the
     report: the plan's figures, the job id and each shard's run report.
     A job left unfinished in these shards (a task or the driver died after
-    the plan was kept) is completed first, without planning again."""
+    the plan was kept) is completed first, without planning again.
+    `progress`, a function of one string, is told each step as it ends."""
     settings_json = _settings_json(settings)
     paths = [os.path.abspath(p) for p in shard_paths]
     problem = _shards.repeated(paths)
@@ -243,16 +247,22 @@ def run(spark, shard_paths, settings=None, partition_rows=None):
         job = resumed
         report["resumed"] = True
     else:
-        decisions, figures = plan(spark, paths, settings, partition_rows)
+        if progress:
+            progress(f"planning {len(paths)} shard(s) as one database")
+        decisions, figures = plan(spark, paths, settings, partition_rows, progress=progress)
         report.update(figures)
         job = "spark-" + uuid.uuid4().hex[:16]
         start = time.perf_counter()
         _keep_plan(decisions, paths, job)
         decisions.unpersist()
         report["seconds"]["keep_plan"] = round(time.perf_counter() - start, 3)
+        if progress:
+            progress(f"the plan kept in every shard: done in {report['seconds']['keep_plan']:.1f} s")
         if os.environ.get("SQLITE_DEDUP_SPARK_FAIL") == "die-after-plan":  # tests: see _tasks._failed_once
             os._exit(70)
     report["job"] = job
+    if progress:
+        progress(f"applying job {job} to {len(paths)} shard(s), a transaction each")
     start = time.perf_counter()
     runs = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
         lambda ip: (ip[0], _tasks.apply_pending(ip[0], ip[1], job, settings_json))).collect()
@@ -261,6 +271,16 @@ def run(spark, shard_paths, settings=None, partition_rows=None):
     report["rows_before"] = sum(r["rows_before"] for r in report["runs"] if r)
     report["rows_after"] = sum(r["rows_after"] for r in report["runs"] if r)
     return report
+
+
+# What each step of plan() does, as progress tells it.
+STEPS = {
+    "01_prepare": "phase 1, every row prepared in its shard",
+    "02_03_elections": "phases 2 and 3, same URL and same content elected",
+    "04_scan_order": "phase 4's scan order",
+    "04_near_dups": "phase 4, near duplicates",
+    "05_06_plan": "phases 5 and 6, the plan",
+}
 
 
 def _keep_plan(decisions, paths, job):

@@ -59,8 +59,9 @@ def main(argv=None):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        print('sqlite-dedup spark: PySpark is not installed: pip install "sqlite-dedup[spark]" '
-              "(and Java 17: apt-get install openjdk-17-jre-headless)", file=sys.stderr)
+        print('sqlite-dedup spark: PySpark is not installed: pip install "<the sqlite_dedup wheel>[spark]" '
+              "(PySpark >= 4.0, pyarrow, pandas 2; docs/scale-out.md) and Java 17: "
+              "apt-get install openjdk-17-jre-headless", file=sys.stderr)
         return 2
     from sqlite_dedup import spark as dedup_spark
     # Workers run this interpreter unless told otherwise (in local mode).
@@ -77,7 +78,10 @@ def main(argv=None):
     spark.sparkContext.setLogLevel("ERROR")
     try:
         kw = {"partition_rows": args.partition_rows} if args.partition_rows else {}
-        report = dedup_spark.run(spark, args.shards, settings, **kw)
+        # (Each step on standard error as it ends: a job runs for minutes.)
+        report = dedup_spark.run(spark, args.shards, settings,
+                                 progress=lambda m: print(f"sqlite-dedup spark: {m}", file=sys.stderr, flush=True),
+                                 **kw)
     except (dedup_spark.UnsupportedSetting, ValueError) as e:
         print(str(e), file=sys.stderr)
         return 1
