@@ -172,8 +172,9 @@ def explain(conn, page):
     phase, reason, ratio, the survivor it lost to, the final survivor
     (following survivors later removed) and, for a near duplicate, its ratio
     to the final survivor of its run (final_ratio; when that is at or below
-    the threshold, final_note says so and the ratio is measured now), as a
-    dict; None when no run removed it (or no run was ever applied). A page
+    the threshold, final_note says so and the ratio is measured now) and,
+    when a Spark job kept its survivor in another shard, where (elsewhere:
+    `survivor in shard 3, rowid 17`), as a dict; None when no run removed it (or no run was ever applied). A page
     given as anything else (None, a float, bytes) is a TypeError, not None."""
     _connection(conn, "explain")
     if isinstance(page, bool) or not isinstance(page, (int, str)):
@@ -193,6 +194,12 @@ def explain(conn, page):
     why = dict(zip(keys, row))
     why.setdefault("final_ratio", None)
     why.setdefault("final_note", None)
+    # (A Spark job's survivor in another shard: its note names the shard.)
+    why["elsewhere"] = None
+    if _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'"):
+        note = conn.execute("SELECT note FROM dedup_notes WHERE dedup_run = ? AND dedup_rowid = ? "
+                            "AND kind = 'survivor elsewhere' LIMIT 1", (why["run"], why["rowid"])).fetchone()
+        why["elsewhere"] = note[0] if note else None
     if why["final_ratio"] is None and why["final_note"] and why["final_survivor"] is not None:
         why["final_ratio"] = _ratio_now(conn, why)
     return why

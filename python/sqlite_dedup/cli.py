@@ -307,6 +307,8 @@ def main(argv=None):
                 print(f"lost to: {why['chain']}; kept: rowid {why['final_survivor']} ({why['final_url']})"
                       + (f"; ratio to it {why['final_ratio']:.4f}" if why["final_ratio"] is not None else "")
                       + (f" ({why['final_note']})" if why["final_note"] else ""))
+            elif why.get("elsewhere"):
+                print(f"lost to: {why['elsewhere']} (another shard of the same Spark job)")
         elif args.command == "report":
             from sqlite_dedup.review import review_html
             # (The page made first: a failure leaves no file half written.)

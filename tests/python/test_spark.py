@@ -320,6 +320,18 @@ def test_demo_in_three_shards_from_the_command_line(package, tmp_path):
     assert said[0] == "sqlite-dedup spark: planning 3 shard(s) as one database", run.stderr
     assert any(line.startswith("sqlite-dedup spark: phase 4, near duplicates: done in ") for line in said), said
     assert said[-1].startswith("sqlite-dedup spark: applying job spark-"), said
+    # explain, on a shard whose removed row's survivor is in another shard, says where.
+    for i, shard in enumerate(shards):
+        far = sqlite3.connect(shard).execute(
+            "SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'survivor elsewhere' LIMIT 1").fetchone()
+        if far:
+            out = subprocess.run([PYTHON, "-m", "sqlite_dedup", "explain", shard, str(far[0])], capture_output=True,
+                                 text=True, env=env_for(package))
+            assert out.returncode == 0, out.stderr
+            assert f"lost to: {far[1]} (another shard of the same Spark job)" in out.stdout, out.stdout
+            break
+    else:
+        raise AssertionError("no removal with its survivor in another shard")
 
 
 def test_the_command_line_options_are_the_run_settings(package):
