@@ -44,6 +44,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_apply_plan",
             "dedup_chars",
             "dedup_debug",
+            "dedup_differing_params",
             "dedup_extra_params",
             "dedup_fingerprint",
             "dedup_histogram",
