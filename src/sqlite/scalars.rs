@@ -21,6 +21,11 @@ pub const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
     .union(FunctionFlags::SQLITE_DETERMINISTIC)
     .union(FunctionFlags::SQLITE_INNOCUOUS);
 
+/// Flags of the pipeline's functions that write: never in views, triggers
+/// or schema objects, and never twice per statement as constants.
+pub const WRITES: FunctionFlags =
+    FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
+
 /// Largest `len(a) * len(b)` lev_ratio computes (about a second of work);
 /// beyond it the call fails instead of running for hours.
 pub const MAX_LEV_CELLS: u128 = 100_000_000_000;

@@ -16,7 +16,7 @@ use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension, Result, Statement};
 
 use super::interrupt::{halt_error, InterruptPoll};
-use super::pipeline::DedupError;
+use super::pipeline::error::DedupError;
 use super::url_chrome::ChromeMemory;
 use super::url_memory::{LearnerMemory, MemoryCache, RuleRow, SchemaSeen, Seen};
 use super::url_model::Stamp;

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use rusqlite::types::Value;
 use rusqlite::{Connection, Result};
 
+use super::pipeline::error::DedupError;
 use super::pipeline::schema::{self, Source};
-use super::pipeline::DedupError;
 use super::url_memory::MemoryCache;
 use super::url_model::EDIT_TRIGGERS;
 

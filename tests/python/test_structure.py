@@ -1,7 +1,8 @@
 """The tree's architecture as STYLE.md asks for it, checked: the pure core
 (`src/core`) names neither SQLite nor the bindings; no two Rust modules
 import each other, directly or round a circle (types two modules share live
-in a module of their own); the Spark layer imports PySpark only inside its
+in a module of their own); no module imports what its parent module's file
+defines (a parent declares its children); the Spark layer imports PySpark only inside its
 functions, so `import sqlite_dedup` works without it."""
 import ast
 import os
@@ -134,3 +135,55 @@ def test_the_spark_layer_imports_pyspark_only_inside_functions():
                 assert not any(a.name.split(".")[0] == "pyspark" for a in node.names), (name, node.lineno)
             if isinstance(node, ast.ImportFrom):
                 assert (node.module or "").split(".")[0] != "pyspark", (name, node.lineno)
+
+
+def parent_items(modules):
+    """Each module's imports of items its parent module's own file defines
+    (`super::fail` in a child of the module that defines `fail`): module ->
+    the names. A parent declares its children; what they share lives in a
+    module of their own."""
+    found = {}
+    for module, path in modules.items():
+        here = module.split("::")
+        text = code(path)
+        # (An inline module's `super::` is this file: its own items.)
+        own = set(re.findall(r"\b(?:fn|struct|enum|const|static|type|trait)\s+([A-Za-z_][A-Za-z0-9_]*)", text))
+        for kind, rest in re.findall(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)", code(path)):
+            names = rest.split("::")[1:]
+            base = names if kind == "crate" else here[:-1] + names
+            parent = "::".join(here[:-1])
+            if len(base) > len(here) - 1 and "::".join(base[:len(here) - 1]) == parent \
+                    and "::".join(base[:len(here)]) not in modules and parent in modules \
+                    and base[len(here) - 1] not in own:
+                found.setdefault(module, set()).add(base[len(here) - 1])
+        # (`use super::{a, b}`: each name.)
+        for group in re.findall(r"\buse\s+super::\{([^}]*)\}", code(path)):
+            for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", group):
+                parent = "::".join(here[:-1])
+                if parent + "::" + name not in modules and name not in ("self",):
+                    found.setdefault(module, set()).add(name)
+    return found
+
+
+def test_no_module_imports_from_its_parent():
+    """No file imports from one above it: a parent module holds its
+    children's declarations (and re-exports), never what they import."""
+    found = parent_items(rust_modules())
+    assert not found, "; ".join(f"{m} imports {', '.join(sorted(n))} from its parent" for m, n in sorted(found.items()))
+
+
+def test_imports_from_a_parent_are_seen():
+    # (So that the test above cannot pass by reading nothing.)
+    import tempfile
+    folder = tempfile.mkdtemp()
+    child = os.path.join(folder, "child.rs")
+    with open(child, "w") as f:
+        f.write("use super::{fail, sibling};\nfn f() { super::DedupError::new(); }\nmod imp { fn g() { super::f() } }\n")
+    parent = os.path.join(folder, "mod.rs")
+    with open(parent, "w") as f:
+        f.write("mod child;\nmod sibling;\n")
+    sibling = os.path.join(folder, "sibling.rs")
+    with open(sibling, "w") as f:
+        f.write("pub fn h() {}\n")
+    found = parent_items({"a": parent, "a::child": child, "a::sibling": sibling})
+    assert found == {"a::child": {"fail", "DedupError"}}, found

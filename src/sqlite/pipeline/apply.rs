@@ -5,12 +5,12 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::error::{fail, DedupError};
 use super::plan::{drop_temp, planned, Planned};
 use super::report::Report;
 use super::rewrites::REWRITES;
 use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
 use super::trace::lap;
-use super::{fail, DedupError};
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rusqlite::{ffi, Connection};
 
-use super::DedupError;
+use super::error::DedupError;
 
 /// What the work inside needs from the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,7 @@
 
 use rusqlite::Connection;
 
+use super::error::DedupError;
 use super::index_functions::{fingerprint_of, FINGERPRINT};
 use super::index_state::{comparable, version};
 use super::own_tables::{DOMAIN_KEY, INDEX_KEYS};
@@ -27,7 +28,6 @@ use super::run_kind::decision;
 use super::schema::Source;
 use super::scripts;
 use super::trace::lap;
-use super::DedupError;
 
 /// The last rowids of the archive and of `dedup_rewritten` before a run
 /// wrote to them: the run's own rows there are the ones after (found by a

@@ -23,7 +23,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::DedupError;
+use super::error::DedupError;
 
 /// The aggregate that packs a row's band keys.
 const PACK: &str = "dedup_pack_keys";

@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::DedupError;
+use super::error::DedupError;
 
 /// The index's format; an index of another is rebuilt by a full run.
 pub const FORMAT: &str = "10";

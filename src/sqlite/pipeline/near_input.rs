@@ -29,8 +29,8 @@
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
+use super::error::DedupError;
 use super::trace::lap;
-use super::DedupError;
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::{histograms_wanted, needed, PruneRow, Windows};
 

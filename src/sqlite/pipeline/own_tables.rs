@@ -13,9 +13,9 @@
 
 use rusqlite::Connection;
 
+use super::error::{fail, DedupError};
 use super::own_schema::{is_own, OWN};
 use super::schema::{self, quote_ident, Source};
-use super::{fail, DedupError};
 
 /// `dedup_index` in its earlier formats (dropped and made again: an index
 /// of those is rebuilt by a full run anyway).

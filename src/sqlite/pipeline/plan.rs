@@ -4,11 +4,11 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::error::{fail, DedupError};
 use super::schema::{self, quote_ident, Source};
 use super::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
 use super::settings::{self, Phases, Settings};
 use super::trace::{lap, Trace};
-use super::{fail, DedupError};
 
 /// Every temp object a plan leaves, dropped once it is applied.
 pub const TEMP_OBJECTS: [(&str, &str); 54] = [

@@ -4,11 +4,11 @@
 
 use rusqlite::Connection;
 
+use super::error::DedupError;
 use super::json::json_string;
 use super::plan::Planned;
 use super::run_kind::{decision, RunKind};
 use super::schema::{quote_ident, Source};
-use super::DedupError;
 
 /// (domain, parameter) pairs of pages kept apart listed in the report.
 pub const KEPT_APART_LISTED: usize = 10;

@@ -5,12 +5,12 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::error::{fail, DedupError};
 use super::locate::{first_refused, refused};
 use super::own_tables::{self, upgrade_rewritten};
 use super::plan::next_run;
 use super::schema::{self, quote_ident, Source, ARCHIVE_META};
 use super::shown::truncate;
-use super::{fail, DedupError};
 
 /// Rowid changes named one by one in the message; the rest are counted.
 const MOVED_LISTED: usize = 20;

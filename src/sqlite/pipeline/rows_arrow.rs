@@ -94,7 +94,7 @@ fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
 
 /// Registers `dedup_rows_arrow`.
 pub fn register(db: &Connection) -> Result<()> {
-    db.create_scalar_function(FUNCTION, -1, super::WRITES, |ctx| {
+    db.create_scalar_function(FUNCTION, -1, crate::sqlite::scalars::WRITES, |ctx| {
         check_arity(ctx, FUNCTION, 2, 2)?;
         let (lo, hi) = (bound(ctx, 0)?, bound(ctx, 1)?);
         // Safety: the handle is the connection running this function, used

@@ -27,12 +27,12 @@
 
 use rusqlite::Connection;
 
+use super::error::DedupError;
 use super::index_functions::fingerprint_of;
 use super::index_state::{comparable, state_value, version};
 use super::schema::Source;
 use super::settings::Settings;
 use super::trace::lap;
-use super::DedupError;
 
 /// Why runs of these settings are always full (they keep no index).
 fn always_full(s: &Settings) -> Option<&'static str> {

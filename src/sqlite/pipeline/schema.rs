@@ -3,9 +3,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Result};
 
+use super::error::{fail, DedupError};
 use super::json::json_string;
 use super::shown::excerpt;
-use super::{fail, DedupError};
 
 /// The columns the phase scripts read; a table may lack all but `url` and
 /// one of `content`/`parsed` (absent ones read as NULL, never written).

@@ -5,9 +5,9 @@
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, Result};
 
+use super::error::{fail, DedupError};
 use super::schema::{self, quote_ident};
 use super::shown::{describe_value, excerpt, truncate};
-use super::{fail, DedupError};
 use crate::core::url::UrlOptions;
 
 /// Every key `dedup_settings` may hold.

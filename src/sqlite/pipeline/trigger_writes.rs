@@ -18,8 +18,8 @@
 
 use rusqlite::Connection;
 
+use super::error::DedupError;
 use super::schema::Source;
-use super::DedupError;
 
 /// Starts noting the rowids written to the table (`temp._dedup_seen(rid,
 /// kind)`: `i`, `u` or `d`).

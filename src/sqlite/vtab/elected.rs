@@ -20,9 +20,11 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Result};
 
+use super::arguments::{
+    error, plan_arguments, planned_arguments, quote_identifier, table_argument,
+};
+use super::arguments::{table_columns, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
-use super::{error, plan_arguments, planned_arguments, quote_identifier, table_argument};
-use super::{table_columns, unwind_safe};
 use crate::core::election::{Ballots, OrderKey, Sortable};
 use crate::sqlite::scalars::describe;
 

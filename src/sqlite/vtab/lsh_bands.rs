@@ -9,8 +9,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Error, Result};
 
+use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
-use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::sketch::Signature;
 use crate::sqlite::scalars::describe;
 

@@ -18,11 +18,11 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
-use super::scan_table::{self, LastScan, Scan};
-use super::{
+use super::arguments::{
     error, quote_identifier, require_columns, table_argument, table_columns, text_value,
     threshold_argument,
 };
+use super::scan_table::{self, LastScan, Scan};
 use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
 use crate::core::window_scan::scan;
 use crate::sqlite::interrupt::InterruptPoll;

@@ -20,12 +20,12 @@ use std::ffi::c_int;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
-use super::near_dups::INPUT_COLUMNS;
-use super::scan_table::{self, LastScan, Scan};
-use super::{
+use super::arguments::{
     error, quote_identifier, require_columns, table_argument, table_columns, text_value,
     threshold_argument,
 };
+use super::near_dups::INPUT_COLUMNS;
+use super::scan_table::{self, LastScan, Scan};
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
 use crate::core::near_dups::{validate, Removal, ScanStats};
 use crate::core::pair_scan::{election_order, scan_pairs_with, Election};

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use rusqlite::vtab::{Context, Filters, VTabCursor};
 use rusqlite::{ffi, Result};
 
-use super::unwind_safe;
+use super::arguments::unwind_safe;
 
 /// What one table-valued function supplies to [`RowsCursor`].
 pub(super) trait RowSource {

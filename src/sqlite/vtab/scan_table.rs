@@ -13,8 +13,8 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Result};
 
+use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
-use super::{plan_arguments, planned_arguments, unwind_safe};
 use crate::core::near_dups::{Removal, ScanStats};
 
 /// The counters of the last scan on a connection.

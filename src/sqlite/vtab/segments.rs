@@ -8,8 +8,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Result};
 
+use super::arguments::{error, plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
-use super::{error, plan_arguments, planned_arguments, unwind_safe};
 use crate::core::segments::segments;
 use crate::sqlite::scalars::describe;
 

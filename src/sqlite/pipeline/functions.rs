@@ -1,0 +1,246 @@
+//! The pipeline's SQL entry points (`dedup_run`, `dedup_plan`,
+//! `dedup_apply`, `dedup_apply_plan`, `dedup_prepare`, `dedup_restore`) and
+//! the helper functions its SQL phases call, registered on a connection;
+//! each is a thin binding over the modules beside this one.
+
+use rusqlite::functions::Context;
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Result};
+
+use super::atomic::{atomically, Lock};
+use super::error::DedupError;
+use super::settings::{self, Settings};
+use super::{
+    apply, index_bands, index_functions, kept_apart, plan, progress, report, restore, rows_arrow,
+    schema, scripts, snapshot,
+};
+
+use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error, PURE, WRITES};
+
+/// The settings JSON of argument 0, if given and not NULL.
+fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
+    check_arity(ctx, function, 0, 1)?;
+    if ctx.is_empty() {
+        return Ok(None);
+    }
+    match ctx.get_raw(0) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .map(|s| Some(s.to_owned()))
+            .map_err(|_| {
+                user_error(
+                    function,
+                    "settings are not valid UTF-8",
+                    &describe(ctx.get_raw(0)),
+                )
+            }),
+        other => Err(user_error(
+            function,
+            "settings must be a JSON object as TEXT",
+            &describe(other),
+        )),
+    }
+}
+
+/// Reads the settings (outside any transaction: only the busy timeout is
+/// needed before it starts; the plan reads them again inside).
+fn read_settings(
+    db: &Connection,
+    function: &str,
+    json: Option<&str>,
+) -> std::result::Result<Settings, DedupError> {
+    settings::read(db, function, json)
+}
+
+/// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore`,
+/// `dedup_invalid_text` and `dedup_progress`.
+pub fn register(db: &Connection) -> Result<()> {
+    progress::register(db)?;
+    index_functions::register(db)?;
+    index_bands::register(db)?;
+    kept_apart::register(db)?;
+    rows_arrow::register(db)?;
+    db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
+        let json = settings_arg(ctx, "dedup_run")?;
+        // Safety: the handle is the connection running this function, used
+        // on this thread for the duration of the call.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_run", json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
+            let s = read_settings(db, "dedup_run", json.as_deref())?;
+            plan::plan(db, &s)?;
+            progress::phase(
+                "apply",
+                scripts::PHASES.len() + 1,
+                scripts::PHASES.len() + 1,
+            );
+            // (The text before the commit: the commit is the call's last work.)
+            apply::apply(db).map(|r| r.to_text())
+        });
+        progress::end();
+        Ok(report?)
+    })?;
+    db.create_scalar_function("dedup_plan", -1, WRITES, |ctx| {
+        let json = settings_arg(ctx, "dedup_plan")?;
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_plan", json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
+            let s = read_settings(db, "dedup_plan", json.as_deref())?;
+            let planned = plan::plan(db, &s)?;
+            let columns = planned.columns()?;
+            snapshot::take(
+                db,
+                &schema::Source::inspect_mapped(db, &planned.table, &columns)?,
+            )?;
+            report::Report::read(db, &planned)
+        })?;
+        Ok(format!(
+            "{}\n(planned, not applied: SELECT dedup_apply() applies it)",
+            report.to_text().replacen("run ", "plan for run ", 1)
+        ))
+    })?;
+    // Phase 1 only, for a run that elects elsewhere: its rows are left in
+    // the view temp._dedup_rows (see sql/external/01_rows.sql); returns
+    // the table's rows. Arguments 1 and 2 (optional, NULL: unbounded): the
+    // rowids from and below which to prepare.
+    db.create_scalar_function("dedup_prepare", -1, WRITES, |ctx| {
+        check_arity(ctx, "dedup_prepare", 0, 3)?;
+        let bound = |i: usize| -> Result<Option<i64>> {
+            match ctx.len() > i {
+                false => Ok(None),
+                true => int_arg(
+                    ctx,
+                    i,
+                    "dedup_prepare",
+                    "rowid bounds must be integers or NULL",
+                ),
+            }
+        };
+        let (lo, hi) = (bound(1)?, bound(2)?);
+        let json = match ctx.len() {
+            0 => None,
+            _ => match ctx.get_raw(0) {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                other => {
+                    return Err(user_error(
+                        "dedup_prepare",
+                        "settings must be a JSON object as TEXT",
+                        &describe(other),
+                    ))
+                }
+            },
+        };
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_prepare", json.as_deref())?.busy_timeout;
+        let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
+            let mut s = read_settings(db, "dedup_prepare", json.as_deref())?;
+            s.phases = settings::Phases::PrepareOnly(lo, hi);
+            let planned = plan::plan(db, &s)?;
+            Ok::<i64, DedupError>(planned.rows_before)
+        });
+        progress::end();
+        Ok(rows?)
+    })?;
+    // A run whose decisions were made elsewhere (the plan: a table named by
+    // argument 0 with the columns of plan::PLAN_COLUMNS), applied as
+    // dedup_run applies its own, in one transaction.
+    db.create_scalar_function("dedup_apply_plan", -1, WRITES, |ctx| {
+        check_arity(ctx, "dedup_apply_plan", 1, 2)?;
+        let table = match ctx.get_raw(0) {
+            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            other => {
+                return Err(user_error(
+                    "dedup_apply_plan",
+                    "the plan must be named by a table name as TEXT",
+                    &describe(other),
+                ))
+            }
+        };
+        let json = match ctx.len() {
+            2 => match ctx.get_raw(1) {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                other => {
+                    return Err(user_error(
+                        "dedup_apply_plan",
+                        "settings must be a JSON object as TEXT",
+                        &describe(other),
+                    ))
+                }
+            },
+            _ => None,
+        };
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_apply_plan", json.as_deref())?.busy_timeout;
+        let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
+            let mut s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
+            s.phases = settings::Phases::FromPlan(table.clone());
+            plan::plan(db, &s)?;
+            apply::apply(db).map(|r| r.to_text())
+        });
+        progress::end();
+        Ok(report?)
+    })?;
+    db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_apply", None)?.busy_timeout;
+        Ok(atomically(
+            &db,
+            Lock::Write,
+            timeout,
+            "dedup_apply",
+            |db| apply::apply(db).map(|r| r.to_text()),
+        )?)
+    })?;
+    db.create_scalar_function("dedup_restore", 0, WRITES, |ctx| {
+        // Safety: as above.
+        let db = unsafe { ctx.get_connection()? };
+        let timeout = read_settings(&db, "dedup_restore", None).map_or(5000, |s| s.busy_timeout);
+        Ok(atomically(
+            &db,
+            Lock::Write,
+            timeout,
+            "dedup_restore",
+            restore::restore,
+        )?)
+    })?;
+    // The query parameters of a strict URL that its canonical URL dropped
+    // (phase 6's report of pages kept apart), comma-separated, each once.
+    db.create_scalar_function("dedup_extra_params", 2, PURE, |ctx| {
+        let (Some(strict), Some(canonical)) = (
+            ctx.get_raw(0).as_str_or_null()?,
+            ctx.get_raw(1).as_str_or_null()?,
+        ) else {
+            return Ok(None);
+        };
+        let extra = crate::core::url::dropped_param_names(strict, canonical);
+        Ok(Some(extra.join(",")))
+    })?;
+    db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
+        // Phase 1 calls it once a row: its progress.
+        progress::tick();
+        for (i, name) in ["url", "content", "parsed"].into_iter().enumerate() {
+            match ctx.get_raw(i) {
+                ValueRef::Blob(_) => return Ok(Some(format!("{name} is a BLOB"))),
+                ValueRef::Text(t) => {
+                    if let Err(e) = std::str::from_utf8(t) {
+                        return Ok(Some(format!(
+                            "{name} is not valid UTF-8 (byte {})",
+                            e.valid_up_to()
+                        )));
+                    }
+                }
+                ValueRef::Integer(_) => return Ok(Some(format!("{name} is an integer, not TEXT"))),
+                ValueRef::Real(_) => return Ok(Some(format!("{name} is a real, not TEXT"))),
+                ValueRef::Null => {}
+            }
+        }
+        Ok(None)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! What the table-valued functions share: their arguments read and checked
+//! (a table's name and columns, a threshold, a plan's bounds), their errors
+//! worded alike, and their callbacks kept from unwinding into SQLite.
+
+use std::ffi::c_int;
+
+use rusqlite::types::ValueRef;
+use rusqlite::vtab::{Filters, IndexConstraintOp, IndexInfo};
+use rusqlite::{Connection, Error, Result};
+
+use crate::sqlite::scalars::describe;
+
+/// Runs a table-valued function's callback so that a panic inside it is an
+/// SQL error naming the function, never an unwind across SQLite's frames
+/// (which aborts the host).
+pub(crate) fn unwind_safe<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(error(
+            name,
+            "internal error (a bug; please report it)",
+            &crate::sqlite::scalars::escape(&what, 200),
+        ))
+    })
+}
+
+/// A table-valued function's error: `name: problem, got got`.
+pub(crate) fn error(name: &str, problem: &str, got: &str) -> Error {
+    use crate::sqlite::scalars::escape;
+    Error::ModuleError(format!(
+        "{name}: {}, got {}",
+        escape(problem, 300),
+        escape(got, 300)
+    ))
+}
+
+/// `name` quoted as an SQL identifier.
+pub(crate) fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The table or view name given as argument `what` of function `name`.
+pub(crate) fn table_argument(
+    name: &str,
+    what: &str,
+    value: Option<ValueRef<'_>>,
+) -> Result<String> {
+    match value {
+        Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec()).map_err(|_| {
+            error(
+                name,
+                &format!("{what} must be valid UTF-8"),
+                "invalid bytes",
+            )
+        }),
+        Some(other) => Err(error(
+            name,
+            &format!("{what} must be the name of a table or view"),
+            &describe(other),
+        )),
+        None => Err(error(
+            name,
+            &format!("{what} table or view name is required"),
+            "no argument",
+        )),
+    }
+}
+
+/// The threshold argument of function `name`: a number, 0.9 when not given
+/// (the range is checked by [`crate::core::near_dups::validate`]).
+pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
+    match value {
+        None => Ok(0.9),
+        Some(ValueRef::Real(r)) => Ok(r),
+        Some(ValueRef::Integer(i)) => Ok(i as f64),
+        Some(other) => Err(error(
+            name,
+            "threshold must be a number in [0.0, 1.0]",
+            &describe(other),
+        )),
+    }
+}
+
+/// Checks that `table`, argument `what` of function `name`, is a table or
+/// view with `columns`.
+pub(crate) fn require_columns(
+    db: &Connection,
+    name: &str,
+    what: &str,
+    table: &str,
+    columns: &[&str],
+) -> Result<()> {
+    let have = table_columns(db, name, what, table)?;
+    let missing: Vec<&str> = columns
+        .iter()
+        .copied()
+        .filter(|c| !have.iter().any(|h| h == c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(error(
+            name,
+            &format!(
+                "{what} must have columns {} (missing {})",
+                columns.join(", "),
+                missing.join(", ")
+            ),
+            &format!("'{table}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// The lowercased column names of table or view `table`, or an error
+/// saying that `what` must name one.
+pub(crate) fn table_columns(
+    db: &Connection,
+    name: &str,
+    what: &str,
+    table: &str,
+) -> Result<Vec<String>> {
+    let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
+    let have: Vec<String> = stmt
+        .query_map([table], |r| r.get(0))?
+        .collect::<Result<_>>()?;
+    if have.is_empty() {
+        return Err(error(
+            name,
+            &format!("{what} must be the name of a table or view"),
+            &format!("'{table}'"),
+        ));
+    }
+    Ok(have)
+}
+
+/// A `text` column value: `Some` for TEXT, `None` for NULL (a placeholder),
+/// an error naming the row `id` otherwise.
+pub(crate) fn text_value(name: &str, value: ValueRef<'_>, id: i64) -> Result<Option<String>> {
+    match value {
+        ValueRef::Text(t) => String::from_utf8(t.to_vec()).map(Some).map_err(|_| {
+            error(
+                name,
+                "text must be valid UTF-8",
+                &format!("invalid text in row id {id}"),
+            )
+        }),
+        ValueRef::Null => Ok(None),
+        other => Err(error(
+            name,
+            "text must be TEXT",
+            &format!("{} in row id {id}", describe(other)),
+        )),
+    }
+}
+
+/// Plans a table-valued function whose `count` hidden argument columns
+/// start at column `first`: each `=` constraint on argument `k` is passed to
+/// `filter` (bit `k` of `idx_num`). Plans that lack an argument of
+/// `required` (a mask), or constrain one otherwise, cost 1e18 so SQLite
+/// picks another; the rest cost `cost`.
+pub(crate) fn plan_arguments(
+    info: &mut IndexInfo,
+    first: c_int,
+    count: usize,
+    required: c_int,
+    cost: f64,
+) -> Result<()> {
+    let mut argv: Vec<Option<usize>> = vec![None; count];
+    for (i, c) in info.constraints().enumerate() {
+        let Some(slot) = c
+            .column()
+            .checked_sub(first)
+            .and_then(|k| usize::try_from(k).ok())
+            .filter(|&k| k < count)
+        else {
+            continue;
+        };
+        if !c.is_usable() || c.operator() != IndexConstraintOp::SQLITE_INDEX_CONSTRAINT_EQ {
+            info.set_estimated_cost(1e18);
+            return Ok(());
+        }
+        argv[slot] = Some(i);
+    }
+    let (mut mask, mut n) = (0, 0);
+    for (slot, c) in argv.iter().enumerate() {
+        if let Some(i) = c {
+            n += 1;
+            mask |= 1 << slot;
+            let mut usage = info.constraint_usage(*i);
+            usage.set_argv_index(n);
+            usage.set_omit(true);
+        }
+    }
+    info.set_idx_num(mask);
+    info.set_estimated_cost(if mask & required == required {
+        cost
+    } else {
+        1e18
+    });
+    Ok(())
+}
+
+/// The arguments [`plan_arguments`] passed, by position; `None` for those
+/// not given.
+pub(crate) fn planned_arguments<'a>(
+    idx_num: c_int,
+    args: &'a Filters<'_>,
+    count: usize,
+) -> Vec<Option<ValueRef<'a>>> {
+    let mut values = args.iter();
+    (0..count)
+        .map(|k| {
+            if idx_num & (1 << k) != 0 {
+                values.next()
+            } else {
+                None
+            }
+        })
+        .collect()
+}
