@@ -5,7 +5,7 @@
 -- the table lacks it) and temp._dedup_run (the checked settings), all
 -- written by the runner (dedup_run / dedup_plan). The statement between
 -- the @rows markers is also what the incremental index runs on rows a run
--- rewrote (src/sqlite/pipeline/index.rs).
+-- rewrote (src/sqlite/pipeline/incremental/index.rs).
 -- _dedup_prepared holds one row per source row. A row whose url, content or
 -- parsed is a BLOB or invalid UTF-8 is skipped (skip_reason says why): never
 -- compared, never removed. canonical_url is NULL for a row that leaves the

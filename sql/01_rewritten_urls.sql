@@ -1,6 +1,6 @@
 -- Phase 1 again, for the rows a run rewrote only the URL columns of
 -- (url, domain, wayback): what 01_canonicalize.sql's row statement makes
--- of such a row as it now is. The index (src/sqlite/pipeline/index.rs)
+-- of such a row as it now is. The index (src/sqlite/pipeline/incremental/index.rs)
 -- runs it after the apply, on temp._dedup_url_only: the _dedup_prepared
 -- values from before the rewrite of rows that were not skipped and had no
 -- text filled (fill_parsed NULL). Their parsed, content_hash and length

@@ -20,7 +20,7 @@
 DROP VIEW IF EXISTS temp._dedup_near_texts;
 DROP TABLE IF EXISTS temp._dedup_near_input;
 -- (lsh mode: the band keys an incremental run reads from its index, in
--- src/sqlite/pipeline/lsh_input.rs; 04b_near_dups.sql computes a full
+-- src/sqlite/pipeline/incremental/lsh_input.rs; 04b_near_dups.sql computes a full
 -- run's.)
 DROP TABLE IF EXISTS temp._dedup_lsh_new;
 CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);
@@ -32,7 +32,7 @@ CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);
 -- settled, tlen, need, slots: NULL in a full run; an incremental run's
 -- rows the last run compared already, the length of the text compared, 0
 -- for a row no comparison needs, and the window slots a placeholder row
--- stands for (see src/sqlite/pipeline/near_input.rs).
+-- stands for (see src/sqlite/pipeline/incremental/near_input.rs).
 CREATE TEMP TABLE _dedup_near_input (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER, rank INTEGER,
                                      domain TEXT, fill_parsed TEXT, url TEXT, own INTEGER, settled INTEGER,
                                      tlen INTEGER, need INTEGER, slots INTEGER);

@@ -63,7 +63,7 @@ FROM _dedup_near_input AS i;
 -- end of this phase. (The window mode reads each text once, in order.)
 DROP TABLE IF EXISTS temp._dedup_near_copy;
 -- (settled: an incremental run's rows of the last run, known apart from
--- each other: see src/sqlite/pipeline/lsh_input.rs.)
+-- each other: see src/sqlite/pipeline/incremental/lsh_input.rs.)
 CREATE TEMP TABLE _dedup_near_copy (pos INTEGER PRIMARY KEY, id INTEGER, rank INTEGER, text TEXT, settled INTEGER);
 INSERT INTO _dedup_near_copy
 SELECT t.pos, t.id, t.rank, t.text, t.settled
@@ -74,7 +74,7 @@ WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 -- 'lsh' mode: band keys of every row's signature (char 5-grams,
 -- lsh_bands * lsh_rows permutations); rows sharing a band and key are
 -- candidates. (An incremental run's keys are in _dedup_lsh_new already:
--- see src/sqlite/pipeline/lsh_input.rs.) Only the keys are kept: memory holds the band table, not the
+-- see src/sqlite/pipeline/incremental/lsh_input.rs.) Only the keys are kept: memory holds the band table, not the
 -- texts. near_dups_among groups the rows by shared key and
 -- generates each row's candidates as the scan reaches it (a pair sharing
 -- several bands is compared once), so the pairs are never all held. With

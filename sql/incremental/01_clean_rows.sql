@@ -1,4 +1,4 @@
--- An incremental run (src/sqlite/pipeline/run_kind.rs), after phase 1: phase 1
+-- An incremental run (src/sqlite/pipeline/incremental/run_kind.rs), after phase 1: phase 1
 -- prepared only the new and changed rows (temp._dedup_dirty). The rows of
 -- the last run's table that they can meet join them here, from the index
 -- (main.dedup_index, phase 1's values of each row): those with the same
@@ -13,7 +13,7 @@ INSERT OR IGNORE INTO _dedup_clean
 -- only dedup_index_strict holds: two lookups, each by an index. The other
 -- rows are found by their canonical URL's and content hash's 8-byte keys,
 -- url_key and hash_key, dedup_fingerprint of the text, in _dedup_index_keys
--- (src/sqlite/pipeline/index_keys.rs): a lookup matches the key, then the
+-- (src/sqlite/pipeline/incremental/index_keys.rs): a lookup matches the key, then the
 -- row's key, which an entry of a row that left no longer has, then the
 -- text. CROSS JOIN: the small temp tables first, then the keys.)
 SELECT x.rid FROM _dedup_prepared AS p

@@ -4,7 +4,7 @@
 -- the place they had. _dedup_keys: those places and the new rows' own.
 -- The runner then takes the `distance` rows of the last run's order
 -- (main.dedup_index_order) on each side of each key
--- (src/sqlite/pipeline/near_input.rs).
+-- (src/sqlite/pipeline/incremental/near_input.rs).
 DROP TABLE IF EXISTS temp._dedup_ghosts;
 CREATE TEMP TABLE _dedup_ghosts (url TEXT, id INTEGER, PRIMARY KEY (url, id));
 INSERT OR IGNORE INTO _dedup_ghosts

@@ -1,7 +1,7 @@
 -- An incremental run in lsh mode: the band keys of the new and changed
 -- rows with a text (dirty winners of phases 2-3), computed from their
 -- texts, into temp._dedup_lsh_new (made empty by 04a_near_input.sql).
--- src/sqlite/pipeline/lsh_input.rs then finds the kept rows of the last
+-- src/sqlite/pipeline/incremental/lsh_input.rs then finds the kept rows of the last
 -- run that share one of these keys (main.dedup_index_bands) and may be
 -- near a new row, writes phase 4's rows and appends those kept rows'
 -- entries of the shared keys.

@@ -1,5 +1,5 @@
 -- An incremental run's phase-4 input: the rows of _dedup_near_rows
--- (src/sqlite/pipeline/near_input.rs: the new rows, and the last run's
+-- (src/sqlite/pipeline/incremental/near_input.rs: the new rows, and the last run's
 -- rows and placeholders within `distance` of a place where the order
 -- changed, each run of slots no comparison needs as one placeholder row
 -- with its count), with what the election and the texts need, ranked as a

@@ -20,7 +20,7 @@
 //! That count is exact where it is used, given what the caller must
 //! provide: the input holds at least the [`Windows::distance`] entries of
 //! the last run's order on each side of each place a row left
-//! (`src/sqlite/pipeline/near_input.rs` reads the setting's `distance`, one
+//! (`src/sqlite/pipeline/incremental/near_input.rs` reads the setting's `distance`, one
 //! more than the scan's window). Then two settled rows of different groups
 //! within `distance` of each other in the input have every entry of the
 //! last run's order between them in it. (A group that counts a row not

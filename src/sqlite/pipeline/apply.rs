@@ -20,13 +20,13 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
     let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
-    super::snapshot::check(db, &source)?;
+    super::incremental::snapshot::check(db, &source)?;
     let table = source.qualified();
     super::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
     super::trace::lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
-    super::changes::untrack(db)?;
+    super::incremental::changes::untrack(db)?;
     let removals: i64 =
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
 
@@ -40,7 +40,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             |r| r.get(0),
         )?)
     };
-    let written_after = super::index::WrittenAfter {
+    let written_after = super::incremental::index::WrittenAfter {
         archive: last_rowid("dedup_removed")?,
         rewritten: last_rowid("dedup_rewritten")?,
     };
@@ -119,7 +119,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     //    may be a removed row's old one under UNIQUE(url)).
     // (What the user's triggers write meanwhile is noted: the trackers
     // are off.)
-    super::trigger_writes::watch(db, &source)?;
+    super::incremental::trigger_writes::watch(db, &source)?;
     let delete_sql = format!(
         "DELETE FROM {table} WHERE {rowid} IN (SELECT source_rowid FROM temp._dedup_removal)",
         rowid = source.rowid
@@ -168,7 +168,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         record_written(db, &source, plan.run, &rewrites)?;
         lap("apply: written", &mut step);
     }
-    super::trigger_writes::settle(db, plan.run, written_after.rewritten)?;
+    super::incremental::trigger_writes::settle(db, plan.run, written_after.rewritten)?;
     lap("apply: trigger writes", &mut step);
     // 5. Domain counts, the run's record, the explanation view.
     // The domain counts before the run are kept with it, for restore; a row
@@ -180,7 +180,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     // (An incremental run counted only the domains it touched.)
-    let touched = if super::run_kind::decision(db)?.incremental {
+    let touched = if super::incremental::run_kind::decision(db)?.incremental {
         "WHERE domain IN (SELECT domain FROM temp._dedup_domains_touched)
             OR (domain IS NULL AND EXISTS (SELECT 1 FROM temp._dedup_domains_touched WHERE domain IS NULL))"
     } else {
@@ -193,8 +193,8 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND c.pages > 0;"
     ))?;
     lap("apply: domains", &mut step);
-    super::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
-    super::trigger_writes::log(db)?;
+    super::incremental::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
+    super::incremental::trigger_writes::log(db)?;
     lap("apply: index", &mut step);
     let mut report = Report::read(db, &plan)?;
     report
@@ -207,7 +207,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     create_why_view(db, &source)?;
-    super::changes::seal(db)?;
+    super::incremental::changes::seal(db)?;
     drop_temp(db)?;
     lap("apply: record", &mut step);
     Ok(report)

@@ -9,11 +9,9 @@ use rusqlite::{Connection, Result};
 
 use super::atomic::{atomically, Lock};
 use super::error::DedupError;
+use super::incremental::{index_bands, index_functions, snapshot};
 use super::settings::{self, Settings};
-use super::{
-    apply, index_bands, index_functions, kept_apart, plan, progress, report, restore, rows_arrow,
-    schema, scripts, snapshot,
-};
+use super::{apply, kept_apart, plan, progress, report, restore, rows_arrow, schema, scripts};
 
 use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error, PURE, WRITES};
 

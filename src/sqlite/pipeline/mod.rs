@@ -5,19 +5,12 @@
 
 pub mod apply;
 pub mod atomic;
-pub mod changes;
 pub mod error;
 pub mod functions;
-pub mod index;
-pub mod index_bands;
-pub mod index_functions;
-pub mod index_keys;
-pub mod index_state;
+pub mod incremental;
 pub mod json;
 pub mod kept_apart;
 pub mod locate;
-pub mod lsh_input;
-pub mod near_input;
 pub mod own_schema;
 pub mod own_tables;
 pub mod plan;
@@ -26,14 +19,11 @@ pub mod report;
 pub mod restore;
 pub mod rewrites;
 pub mod rows_arrow;
-pub mod run_kind;
 pub mod schema;
 pub mod scripts;
 pub mod settings;
 pub mod shown;
-pub mod snapshot;
 mod trace;
-pub mod trigger_writes;
 pub mod untrusted;
 
 pub use functions::register;

@@ -8,7 +8,7 @@
 //! shape this extension creates (its `CREATE TABLE` text, types and
 //! constraints included; `dedup_removed` may carry the untyped page columns
 //! runs add), no trigger may be on them or write to them (but the change
-//! log's own, [`super::changes`]), and no foreign
+//! log's own, [`super::incremental::changes`]), and no foreign
 //! key (with `PRAGMA foreign_keys` on) may point at them.
 
 use rusqlite::Connection;
@@ -36,7 +36,7 @@ const ORDER_OLD: &str = "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL,
 /// are in `dedup_index_strict`. (The canonical URLs and content hashes are
 /// looked up by their 8-byte keys in `dedup_index_keys`, written whole and
 /// appended to: as indexes here a 1% batch rewrote nearly every page of
-/// them, see super::index_keys.)
+/// them, see super::incremental::index_keys.)
 pub const INDEX_KEYS: [(&str, &str); 1] = [(
     "dedup_index_strict",
     "(strict_url) WHERE strict_url IS NOT canonical_url",
@@ -184,7 +184,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
         .collect::<Result<_, _>>()?;
     let foreign = triggers
         .into_iter()
-        .find(|(name, on, sql)| !super::changes::is_tracker(name, on, sql));
+        .find(|(name, on, sql)| !super::incremental::changes::is_tracker(name, on, sql));
     if let Some((trigger, on, _)) = foreign {
         return fail(format!(
             "{function}: trigger {} (on {}) is on or writes to this extension's tables ({}), which would change what is archived; nothing was changed (drop the trigger)",

@@ -28,7 +28,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 54] = [
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
-    ("VIEW", super::index_keys::VIEW),
+    ("VIEW", super::incremental::index_keys::VIEW),
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
     ("TABLE", "_dedup_keys"),
@@ -98,8 +98,8 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
-    super::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
-    let rows_before = super::run_kind::rows(db, &source)?;
+    super::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
+    let rows_before = super::incremental::run_kind::rows(db, &source)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
     settings::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
@@ -276,7 +276,7 @@ fn run_phases(
     rows: i64,
 ) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(phases.len());
-    let incremental = super::run_kind::decision(db)?.incremental;
+    let incremental = super::incremental::run_kind::decision(db)?.incremental;
     for (i, (name, steps)) in phases.iter().enumerate() {
         super::progress::phase(name, i + 1, phases.len() + 1);
         if i == 0 {
@@ -305,8 +305,8 @@ fn run_phases(
                     })?;
                 }
                 Step::NearInput if incremental => {
-                    super::near_input::build(db)?;
-                    super::lsh_input::build(db)?;
+                    super::incremental::near_input::build(db)?;
+                    super::incremental::lsh_input::build(db)?;
                 }
                 Step::NearInput => {}
             }

@@ -5,9 +5,9 @@
 use rusqlite::Connection;
 
 use super::error::DedupError;
+use super::incremental::run_kind::{decision, RunKind};
 use super::json::json_string;
 use super::plan::Planned;
-use super::run_kind::{decision, RunKind};
 use super::schema::{quote_ident, Source};
 
 /// (domain, parameter) pairs of pages kept apart listed in the report.
@@ -47,7 +47,7 @@ pub struct Report {
     pub kept_apart: Vec<(Option<String>, String, i64)>,
     /// Phase-4 removals whose final survivor is at or below the threshold.
     pub drift: i64,
-    /// The kind of run as [`super::run_kind`] decided: `None` for the first
+    /// The kind of run as [`super::incremental::run_kind`] decided: `None` for the first
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
 }

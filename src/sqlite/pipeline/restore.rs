@@ -57,7 +57,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     own_tables::check(db, "dedup_restore")?;
     // (The index is forgotten below: its triggers need not log the rows
     // put back nor, row by row, the archive's deletes.)
-    super::changes::untrack(db)?;
+    super::incremental::changes::untrack(db)?;
     let t = source.qualified();
     for name in ["dedup_removed", "dedup_rewritten"] {
         match schema::object_type(db, name)?.as_deref() {
@@ -295,7 +295,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
         [run],
     )?;
-    super::index::forget(db)?;
+    super::incremental::index::forget(db)?;
     if schema::object_type(db, "dedup_notes")?.as_deref() == Some("table") {
         db.execute("DELETE FROM main.dedup_notes WHERE dedup_run = ?1", [run])?;
     }

@@ -29,10 +29,10 @@
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::error::DedupError;
-use super::trace::lap;
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::{histograms_wanted, needed, PruneRow, Windows};
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::trace::lap;
 
 /// A place in the scan order: `(url, id, placeholder)`, compared as
 /// SQLite compares them (BINARY text, then integers).

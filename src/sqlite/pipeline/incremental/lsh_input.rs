@@ -29,13 +29,13 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::error::DedupError;
 use super::index_bands::holds;
 use super::near_input::new_rows;
-use super::trace::lap;
 use crate::core::lsh_prune::{kept_rows_needed, SharedKey};
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::PruneRow;
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::trace::lap;
 
 /// A kept row of the last run sharing a key with a new row.
 struct Kept {

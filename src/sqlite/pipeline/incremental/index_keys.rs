@@ -21,8 +21,8 @@
 
 use rusqlite::Connection;
 
-use super::error::DedupError;
 use super::index_state::state_number;
+use crate::sqlite::pipeline::error::DedupError;
 
 /// The view of every entry, written or added (as `temp.<name>`).
 pub const VIEW: &str = "_dedup_index_keys";

@@ -27,16 +27,16 @@
 
 use rusqlite::Connection;
 
-use super::error::DedupError;
 use super::index_functions::fingerprint_of;
 use super::index_state::{comparable, state_value, version};
-use super::schema::Source;
-use super::settings::Settings;
-use super::trace::lap;
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::schema::Source;
+use crate::sqlite::pipeline::settings::Settings;
+use crate::sqlite::pipeline::trace::lap;
 
 /// Why runs of these settings are always full (they keep no index).
 fn always_full(s: &Settings) -> Option<&'static str> {
-    if s.phases != super::settings::Phases::All {
+    if s.phases != crate::sqlite::pipeline::settings::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
     } else if s.boilerplate == "strip" {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
@@ -65,7 +65,7 @@ fn why_full(
         return Ok(Some(why.into()));
     }
     let exists = |name: &str| -> Result<bool, DedupError> {
-        Ok(super::schema::object_type(db, name)?.as_deref() == Some("table"))
+        Ok(crate::sqlite::pipeline::schema::object_type(db, name)?.as_deref() == Some("table"))
     };
     if !exists("dedup_index")?
         || !exists("dedup_index_order")?

@@ -20,14 +20,14 @@
 
 use rusqlite::Connection;
 
-use super::error::DedupError;
 use super::index_functions::{fingerprint_of, FINGERPRINT};
 use super::index_state::{comparable, version};
-use super::own_tables::{DOMAIN_KEY, INDEX_KEYS};
 use super::run_kind::decision;
-use super::schema::Source;
-use super::scripts;
-use super::trace::lap;
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::own_tables::{DOMAIN_KEY, INDEX_KEYS};
+use crate::sqlite::pipeline::schema::Source;
+use crate::sqlite::pipeline::scripts;
+use crate::sqlite::pipeline::trace::lap;
 
 /// The last rowids of the archive and of `dedup_rewritten` before a run
 /// wrote to them: the run's own rows there are the ones after (found by a
@@ -92,11 +92,11 @@ pub fn write(
     lap("index: rewritten rows prepared", &mut step);
     // 2. The rows to (re)write. A rewritten row whose phase-1 values
     //    changed, or that a run would rewrite again, is unsettled (fp 0).
-    let pending = super::rewrites::pending_besides_url(source);
+    let pending = crate::sqlite::pipeline::rewrites::pending_besides_url(source);
     // (tlen: the length of the text phase 4 compares, when it is known
     // without reading it again.)
     let parsed = source.column("parsed").map_or("NULL".to_string(), |c| {
-        format!("g.{}", super::schema::quote_ident(&c))
+        format!("g.{}", crate::sqlite::pipeline::schema::quote_ident(&c))
     });
     let which = if incremental {
         format!(
@@ -123,7 +123,7 @@ pub fn write(
         (placed, String::new())
     };
     // (Keyed by rid: the order's rows take their lengths from it.)
-    let create_new = super::own_schema::OWN
+    let create_new = crate::sqlite::pipeline::own_schema::OWN
         .iter()
         .find(|(name, _)| *name == "dedup_index")
         .map(|(_, create)| {
@@ -212,7 +212,7 @@ pub fn write(
                                  WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
         )?;
         lap("index: order's new rows", &mut step);
-        let archive = super::schema::archive_view_body(db, source, Some(run))?;
+        let archive = crate::sqlite::pipeline::schema::archive_view_body(db, source, Some(run))?;
         let placeholders = format!(
             "INSERT OR IGNORE INTO main.dedup_index_order
              SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
@@ -322,7 +322,7 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
         "dedup_index_bands_left",
         "dedup_index_state",
     ] {
-        if super::schema::object_type(db, name)?.as_deref() == Some("table") {
+        if crate::sqlite::pipeline::schema::object_type(db, name)?.as_deref() == Some("table") {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;
         }
     }

@@ -1,7 +1,7 @@
 //! lsh mode's part of the incremental index: the band keys of every kept
 //! row with a text, so that an incremental run finds the last run's rows a
 //! new row shares a band and key with, and their keys, without reading
-//! their texts (`src/sqlite/pipeline/lsh_input.rs`, `sql/04b_near_dups.sql`).
+//! their texts (`src/sqlite/pipeline/incremental/lsh_input.rs`, `sql/04b_near_dups.sql`).
 //!
 //! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
 //! `dedup_index.bands` the same keys of the row packed (`PackKeys`). The
@@ -23,7 +23,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::error::DedupError;
+use crate::sqlite::pipeline::error::DedupError;
 
 /// The aggregate that packs a row's band keys.
 const PACK: &str = "dedup_pack_keys";
@@ -174,7 +174,7 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
              DELETE FROM main.dedup_index_bands_left;",
         )?;
     }
-    super::trace::lap("index: band keys of the rows that left", &mut step);
+    crate::sqlite::pipeline::trace::lap("index: band keys of the rows that left", &mut step);
     // (Sorted: appended in the b-tree's order.)
     db.execute_batch(
         "INSERT OR IGNORE INTO main.dedup_index_bands

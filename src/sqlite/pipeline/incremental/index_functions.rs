@@ -6,9 +6,9 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
-use super::schema::Source;
 use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
+use crate::sqlite::pipeline::schema::Source;
 
 /// The SQL function that fingerprints a row's values.
 pub const FINGERPRINT: &str = "dedup_fingerprint";

@@ -7,9 +7,9 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::error::{fail, DedupError};
 use super::index_functions::fingerprint_of;
-use super::schema::{quote_ident, Source};
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::schema::{quote_ident, Source};
 
 /// Records every row's hash (after a plan, in its transaction).
 pub fn take(db: &Connection, source: &Source) -> Result<(), DedupError> {

@@ -17,8 +17,8 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::error::DedupError;
-use super::schema::{self, quote_ident, Source};
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::schema::{self, quote_ident, Source};
 
 /// The triggers: (name, event, the rowids they log; `{r}` is the rowid's
 /// name).

@@ -12,14 +12,14 @@
 //! log, so the next run takes them as changed ([`log`]).
 //!
 //! Its temporary objects (`_dedup_seen*`, `_dedup_triggered`) are among
-//! [`super::plan::TEMP_OBJECTS`].
+//! [`crate::sqlite::pipeline::plan::TEMP_OBJECTS`].
 //!
 //! Cost: one row in a temporary table per row the run deletes or rewrites.
 
 use rusqlite::Connection;
 
-use super::error::DedupError;
-use super::schema::Source;
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::schema::Source;
 
 /// Starts noting the rowids written to the table (`temp._dedup_seen(rid,
 /// kind)`: `i`, `u` or `d`).
