@@ -11,7 +11,10 @@ use super::settings::{self, Phases, Settings};
 use super::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 54] = [
+pub const TEMP_OBJECTS: [(&str, &str); 57] = [
+    ("TABLE", "_dedup_apart"),
+    ("TABLE", "_dedup_index_new"),
+    ("TABLE", "_dedup_restore_to"),
     ("VIEW", "_dedup_index_apart"),
     ("TABLE", "_dedup_apart_all"),
     ("TRIGGER", "_dedup_seen_insert"),
