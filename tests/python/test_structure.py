@@ -187,3 +187,52 @@ def test_imports_from_a_parent_are_seen():
         f.write("pub fn h() {}\n")
     found = parent_items({"a": parent, "a::child": child, "a::sibling": sibling})
     assert found == {"a::child": {"fail", "DedupError"}}, found
+
+
+def python_imports():
+    """The package's modules (`sqlite_dedup.spark.cli`) -> the package's
+    modules each imports, at any level (a function's import too)."""
+    root = os.path.join(P.ROOT, "python")
+    modules = {}
+    for folder, _, files in os.walk(os.path.join(root, "sqlite_dedup")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                parts = os.path.relpath(path, root)[:-3].split(os.sep)
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                modules[".".join(parts)] = path
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                # (`from . import _tasks` imports the module; `from
+                # sqlite_dedup import _quoted`, the package's item.)
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for n in names:
+                while n and n not in modules:
+                    n = n.rsplit(".", 1)[0] if "." in n else ""
+                if n and n != module:
+                    found.add(n)
+        graph[module] = found
+    return graph
+
+
+def test_no_two_python_modules_import_each_other():
+    """Round a circle, at any level (`sqlite_dedup.cli` and
+    `sqlite_dedup.spark.cli` did: what they share is in `_options`). A
+    module's import of its own package (`from sqlite_dedup import x`) counts:
+    a package's `__init__` imports none of its modules back."""
+    g = python_imports()
+    assert "sqlite_dedup._options" in g["sqlite_dedup.spark.cli"] and "sqlite_dedup.spark.cli" in g["sqlite_dedup.cli"]
+    found = circles(g)
+    assert not found, "; ".join(" <-> ".join(c) for c in found)

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from sqlite_dedup.cli import add_near_mode_options, database_problem
+from sqlite_dedup._options import add_near_mode_options, database_problem
 from sqlite_dedup.spark._shards import repeated
 
 
