@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod atomic;
+pub mod choices;
 pub mod error;
 pub mod functions;
 pub mod incremental;

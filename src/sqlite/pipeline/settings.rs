@@ -5,6 +5,7 @@
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, Result};
 
+use super::choices::{Boilerplate, Compat, LshElection, NearMode};
 use super::error::{fail, DedupError};
 use super::schema::{self, quote_ident};
 use super::shown::{describe_value, excerpt, truncate};
@@ -50,7 +51,7 @@ pub struct Settings {
     /// Extra `canonical_url` options.
     pub url_options: String,
     /// `window` or `lsh`.
-    pub near_mode: String,
+    pub near_mode: NearMode,
     /// `lsh` mode: bands of the signature.
     pub lsh_bands: i64,
     /// `lsh` mode: signature values per band.
@@ -62,7 +63,7 @@ pub struct Settings {
     /// `keep` (the reference) or `strip`: segments found in at least
     /// `boilerplate_min_pages` pages of a domain are left out of the texts
     /// the near-duplicate phase compares.
-    pub boilerplate: String,
+    pub boilerplate: Boilerplate,
     /// Pages (of distinct content) of one domain a segment must be in to be
     /// boilerplate.
     pub boilerplate_min_pages: i64,
@@ -72,7 +73,7 @@ pub struct Settings {
     /// `none` (our defaults) or `reference`: the reference pipeline's
     /// behaviour exactly (query parameters dropped whatever the content, no
     /// https preference).
-    pub compat: String,
+    pub compat: Compat,
     /// SQL ordering terms over the table's columns, applied before the
     /// built-in election rules in every phase.
     pub prefer: Vec<String>,
@@ -86,7 +87,7 @@ pub struct Settings {
     pub columns: Vec<(String, String)>,
     /// `lsh` mode's election: `chain` (the window scan's) or `direct` (no
     /// removed row ends far from its final survivor).
-    pub lsh_election: String,
+    pub lsh_election: LshElection,
     /// A full run even when the index would allow an incremental one (not
     /// recorded: it changes the run's cost, never its result).
     pub full: bool,
@@ -131,20 +132,20 @@ impl Default for Settings {
             discard_params: true,
             n_min: 0,
             url_options: String::new(),
-            near_mode: "window".into(),
+            near_mode: NearMode::default(),
             lsh_bands: 32,
             lsh_rows: 4,
             table: "pages".into(),
             busy_timeout: 5000,
-            boilerplate: "keep".into(),
+            boilerplate: Boilerplate::default(),
             boilerplate_min_pages: 5,
             url_rules: 0.0,
-            compat: "none".into(),
+            compat: Compat::default(),
             prefer: Vec::new(),
             prefer_json: "[]".into(),
             prefer_from: Origin::Caller,
             columns: Vec::new(),
-            lsh_election: "direct".into(),
+            lsh_election: LshElection::default(),
             full: false,
             job: String::new(),
             phases: Phases::All,
@@ -157,7 +158,7 @@ impl Settings {
     /// under `compat = 'reference'`; `keep_params` when `discard_params`
     /// is 0).
     pub fn canonical_options(&self) -> String {
-        let rules = if self.compat == "reference" {
+        let rules = if self.compat == Compat::Reference {
             "reference,"
         } else {
             ""
@@ -176,7 +177,7 @@ impl Settings {
     /// under `compat = 'reference'` or with `discard_params` off (then the
     /// canonical URL already keeps them).
     pub fn strict_options(&self) -> Option<String> {
-        (self.discard_params && self.compat != "reference")
+        (self.discard_params && self.compat != Compat::Reference)
             .then(|| format!("keep_params,{}", self.url_options))
     }
 
@@ -193,17 +194,17 @@ impl Settings {
                 self.discard_params as i64,
                 self.n_min,
                 self.canonical_options(),
-                self.near_mode,
+                self.near_mode.as_str(),
                 self.lsh_bands,
                 self.lsh_rows,
                 self.table,
-                self.boilerplate,
+                self.boilerplate.as_str(),
                 self.boilerplate_min_pages,
                 self.url_rules,
-                self.compat,
+                self.compat.as_str(),
                 self.prefer_json,
                 columns_json(&self.columns),
-                self.lsh_election,
+                self.lsh_election.as_str(),
                 self.job
             ],
             |r| r.get(0),
@@ -425,8 +426,8 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
     }
     let rule = "must be 'window' or 'lsh'";
-    if let Some(v) = checked(pairs, "near_mode", rule, one_of(&["window", "lsh"], None))? {
-        s.near_mode = v;
+    if let Some(v) = checked(pairs, "near_mode", rule, one_of(NearMode::WORDS, None))? {
+        s.near_mode = NearMode::from_word(&v).unwrap_or_default();
     }
     let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
     let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
@@ -460,8 +461,8 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         s.busy_timeout = v;
     }
     let rule = "must be 'keep' or 'strip'";
-    if let Some(v) = checked(pairs, "boilerplate", rule, one_of(&["keep", "strip"], None))? {
-        s.boilerplate = v;
+    if let Some(v) = checked(pairs, "boilerplate", rule, one_of(Boilerplate::WORDS, None))? {
+        s.boilerplate = Boilerplate::from_word(&v).unwrap_or_default();
     }
     let rule = "must be an integer >= 2";
     if let Some(v) = checked(pairs, "boilerplate_min_pages", rule, integer_from(2))? {
@@ -475,9 +476,9 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         s.url_rules = v;
     }
     let rule = "must be 'reference' (the reference pipeline's behaviour exactly) or 'none'";
-    let compat = one_of(&["none", "reference"], Some("none"));
+    let compat = one_of(Compat::WORDS, Some(Compat::None.as_str()));
     if let Some(v) = checked(pairs, "compat", rule, compat)? {
-        s.compat = v;
+        s.compat = Compat::from_word(&v).unwrap_or_default();
     }
     if let Some(v) = get("columns") {
         s.columns = match &v {
@@ -497,17 +498,17 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
-    if s.compat == "reference" {
+    if s.compat == Compat::Reference {
         // (lsh is not the reference's; its chain election is the window's.)
-        s.lsh_election = "chain".into();
+        s.lsh_election = LshElection::Chain;
     }
     let rule = "must be 'chain' (the window scan's election) or 'direct' (no drift)";
-    let election = one_of(&["chain", "direct"], None);
+    let election = one_of(LshElection::WORDS, None);
     if let Some(v) = checked(pairs, "lsh_election", rule, |v| match v {
-        Value::Null => Some(s.lsh_election.clone()),
+        Value::Null => Some(s.lsh_election.as_str().to_string()),
         v => election(v),
     })? {
-        s.lsh_election = v;
+        s.lsh_election = LshElection::from_word(&v).unwrap_or_default();
     }
     if let Some(v) = get("prefer") {
         s.prefer = parse_prefer(&v)?;
@@ -682,15 +683,15 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
             s.discard_params as i64,
             s.n_min,
             s.canonical_options(),
-            s.near_mode,
+            s.near_mode.as_str(),
             s.lsh_bands,
             s.lsh_rows,
-            s.boilerplate,
+            s.boilerplate.as_str(),
             s.boilerplate_min_pages,
             s.url_rules,
-            s.compat,
+            s.compat.as_str(),
             s.strict_options(),
-            s.lsh_election
+            s.lsh_election.as_str()
         ],
     )?;
     Ok(())
@@ -797,7 +798,7 @@ mod tests {
             ("lsh_election", Value::Null),
         ]))
         .unwrap();
-        assert_eq!(s.lsh_election, "chain");
+        assert_eq!(s.lsh_election, LshElection::Chain);
     }
 
     #[test]

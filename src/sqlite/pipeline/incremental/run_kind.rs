@@ -38,7 +38,7 @@ use crate::sqlite::pipeline::trace::lap;
 fn always_full(s: &Settings) -> Option<&'static str> {
     if s.phases != crate::sqlite::pipeline::settings::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
-    } else if s.boilerplate == "strip" {
+    } else if s.boilerplate == crate::sqlite::pipeline::choices::Boilerplate::Strip {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
     } else if s.url_rules > 0.0 {
         Some("url_rules (the learned rules change between runs)")

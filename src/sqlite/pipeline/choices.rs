@@ -1,0 +1,108 @@
+//! The settings that are closed choices, each an enum with its words (as the
+//! user writes them, and as `dedup_runs.settings` and the phases' SQL read
+//! them) and its default, once.
+
+/// Declares a closed choice: its variants with their words, the default.
+macro_rules! choice {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal),+ $(,)? } default $default:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every word, in the order declared.
+            pub const WORDS: &'static [&'static str] = &[$($word),+];
+
+            /// The word of this choice.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+
+            /// The choice a word names, if any.
+            pub fn from_word(word: &str) -> Option<Self> {
+                match word {
+                    $($word => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name::$default
+            }
+        }
+    };
+}
+
+choice! {
+    /// `near_mode`: how phase 4 finds candidate pairs.
+    NearMode {
+        /// The reference's window over URL order.
+        Window = "window",
+        /// MinHash LSH over the whole table.
+        Lsh = "lsh",
+    } default Window
+}
+
+choice! {
+    /// `boilerplate`: what the near-duplicate phase does with segments a
+    /// domain repeats.
+    Boilerplate {
+        /// Compares the texts whole (the reference).
+        Keep = "keep",
+        /// Leaves the repeated segments out of the texts it compares.
+        Strip = "strip",
+    } default Keep
+}
+
+choice! {
+    /// `compat`: the project's behaviour or the reference's.
+    Compat {
+        /// The project's defaults.
+        None = "none",
+        /// The reference pipeline's behaviour exactly.
+        Reference = "reference",
+    } default None
+}
+
+choice! {
+    /// `lsh_election`: how lsh mode elects among its candidate pairs.
+    LshElection {
+        /// The window scan's election (the reference's).
+        Chain = "chain",
+        /// Rows best first, each still kept removing those near it.
+        Direct = "direct",
+    } default Direct
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_word_names_its_choice_and_back() {
+        for w in NearMode::WORDS {
+            assert_eq!(NearMode::from_word(w).unwrap().as_str(), *w);
+        }
+        assert_eq!(Compat::from_word("ref"), None);
+        assert_eq!(
+            (
+                NearMode::default(),
+                Boilerplate::default(),
+                Compat::default(),
+                LshElection::default()
+            ),
+            (
+                NearMode::Window,
+                Boilerplate::Keep,
+                Compat::None,
+                LshElection::Direct
+            )
+        );
+    }
+}
