@@ -26,6 +26,12 @@ use crate::core::similarity::{
     max_distance_above, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };
 
+/// The reference's threshold: near duplicates when `lev_ratio > 0.9`.
+pub const DEFAULT_THRESHOLD: f64 = 0.9;
+/// The reference's `distance`: each row against the next `distance - 1`
+/// rows (this scan's `distance` is that window).
+pub const DEFAULT_DISTANCE: i64 = 50;
+
 /// One input row of the scan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanRow {

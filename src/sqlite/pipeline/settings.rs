@@ -127,8 +127,8 @@ pub enum Phases {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            threshold: 0.9,
-            distance: 50,
+            threshold: crate::core::near_dups::DEFAULT_THRESHOLD,
+            distance: crate::core::near_dups::DEFAULT_DISTANCE,
             discard_params: true,
             n_min: 0,
             url_options: String::new(),

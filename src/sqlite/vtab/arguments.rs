@@ -74,7 +74,7 @@ pub(crate) fn table_argument(
 /// (the range is checked by [`crate::core::near_dups::validate`]).
 pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
     match value {
-        None => Ok(0.9),
+        None => Ok(crate::core::near_dups::DEFAULT_THRESHOLD),
         Some(ValueRef::Real(r)) => Ok(r),
         Some(ValueRef::Integer(i)) => Ok(i as f64),
         Some(other) => Err(error(

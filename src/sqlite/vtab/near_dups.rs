@@ -63,7 +63,8 @@ impl Scan for WindowScan {
         let input = table_argument(NAME, "input", args[0])?;
         let threshold = threshold_argument(NAME, args[1])?;
         let distance = match args[2] {
-            None => 49,
+            // (The pipeline's distance counts the row itself.)
+            None => crate::core::near_dups::DEFAULT_DISTANCE - 1,
             Some(ValueRef::Integer(i)) => i,
             Some(other) => {
                 return Err(error(
