@@ -185,7 +185,26 @@ fn in_transaction<T>(
                 )),
             }
         }
-        Err(e) => Err(undone(db, owned, &breaker, function, e.to_string())),
+        Err(e) => Err(undone(
+            db,
+            owned,
+            &breaker,
+            function,
+            worded(function, e.to_string()),
+        )),
+    }
+}
+
+/// SQLite's own words for a table function whose constructor failed
+/// without saying why (`vtable constructor failed: segments`: what an
+/// interrupt gives while the constructor declares its table), said so that
+/// a user knows what happened.
+fn worded(function: &str, message: String) -> String {
+    match message.strip_prefix("vtable constructor failed: ") {
+        Some(name) => format!(
+            "{function}: the table function {name} could not start (the call was interrupted, or memory ran out); nothing was changed"
+        ),
+        None => message,
     }
 }
 
@@ -339,4 +358,18 @@ fn busy_statements(db: &Connection) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worded;
+
+    #[test]
+    fn a_constructor_that_failed_without_words_is_named() {
+        assert_eq!(
+            worded("dedup_run", "vtable constructor failed: segments".into()),
+            "dedup_run: the table function segments could not start (the call was interrupted, or memory ran out); nothing was changed"
+        );
+        assert_eq!(worded("dedup_run", "interrupted".into()), "interrupted");
+    }
 }
