@@ -308,16 +308,10 @@ pub fn query_params(url: &str) -> Vec<&str> {
 /// assert_eq!(dropped_param_names("https://a.org/r?lang=cs&lang=en", "https://a.org/r?lang=cs"), ["lang"]);
 /// ```
 pub fn dropped_param_names<'a>(strict: &'a str, canonical: &str) -> Vec<&'a str> {
-    let mut kept = query_params(canonical);
-    let mut names: Vec<&str> = Vec::new();
-    for p in query_params(strict) {
-        match kept.iter().position(|k| *k == p) {
-            Some(i) => {
-                kept.swap_remove(i);
-            }
-            None => names.push(p.split('=').next().unwrap_or(p)),
-        }
-    }
+    let mut names: Vec<&str> = dropped_params(strict, canonical)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     names.sort_unstable();
     names.dedup();
     names
