@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
 
-use super::pipeline::schema::Source;
+use super::pipeline::tables::schema::Source;
 use super::url_chrome::SegmentCache;
 use super::url_model::Stamp;
 use crate::core::url_rules::{jaccard_at_least, RuleKey, UrlParts};

@@ -8,7 +8,7 @@ use rusqlite::functions::FunctionFlags;
 use rusqlite::{Connection, Result};
 
 use super::drop_rules::learned_params;
-use super::pipeline::atomic::{atomically, Lock};
+use super::pipeline::run::atomic::{atomically, Lock};
 use super::pipeline::settings;
 use super::scalars::{check_arity, text_arg, user_error};
 use super::url_learn::{learn, rule_options, rule_parts};
@@ -77,7 +77,7 @@ pub fn register(db: &Connection, held: Held) -> Result<()> {
         // Safety: the handle is the connection running this function, used
         // on this thread for the duration of the call.
         let db = unsafe { ctx.get_connection()? };
-        let s = settings::read(&db, "dedup_learn_url_rules", None)?;
+        let s = settings::read::read(&db, "dedup_learn_url_rules", None)?;
         let mut batch = None;
         let report = atomically(
             &db,

@@ -11,7 +11,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, Result};
 
 use super::pipeline::error::DedupError;
-use super::pipeline::schema::{self, Source};
+use super::pipeline::tables::schema::{self, Source};
 use super::url_memory::MemoryCache;
 use super::url_model::EDIT_TRIGGERS;
 

@@ -36,7 +36,7 @@ def created_temp_objects():
 
 def listed_temp_objects():
     """plan::TEMP_OBJECTS: name -> kind."""
-    text = open(os.path.join(P.ROOT, "src", "sqlite", "pipeline", "plan.rs")).read()
+    text = open(os.path.join(P.ROOT, "src", "sqlite", "pipeline", "run", "plan.rs")).read()
     body = text[text.index("pub const TEMP_OBJECTS"):]
     body = body[:body.index("];")]
     listed = dict((n, k) for k, n in re.findall(r'\("(TABLE|VIEW|TRIGGER)", "(\w+)"\)', body))

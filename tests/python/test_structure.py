@@ -108,7 +108,7 @@ def test_the_import_graph_is_read_right():
     # (So that the test above cannot pass by reading nothing.)
     g = graph()
     assert "core::near_dups" in g["core::pair_scan"]
-    assert "sqlite::pipeline::trace" in g["sqlite::pipeline::plan"]
+    assert "sqlite::pipeline::trace" in g["sqlite::pipeline::run::plan"]
     assert "sqlite::pipeline::incremental::index_state" in g["sqlite::pipeline::incremental::changes"]
     assert "core::similarity" in g["core::near_dups"]
     # A circle is found when there is one.
@@ -236,3 +236,58 @@ def test_no_two_python_modules_import_each_other():
     assert "sqlite_dedup._options" in g["sqlite_dedup.spark.cli"] and "sqlite_dedup.spark.cli" in g["sqlite_dedup.cli"]
     found = circles(g)
     assert not found, "; ".join(" <-> ".join(c) for c in found)
+
+
+def pipeline_floors():
+    """The pipeline's rooms from ARCHITECTURE.md's table "The pipeline's
+    rooms": module path (`sqlite::pipeline::run`) -> its floor (1 the top)."""
+    text = open(os.path.join(P.ROOT, "ARCHITECTURE.md"), encoding="utf-8").read()
+    section = text.split("## The pipeline's rooms", 1)[1].split("\n## ", 1)[0]
+    floors = {}
+    for floor, cell in re.findall(r"^\| (\d+) \| ([^|]*) \|", section, flags=re.M):
+        for name in re.findall(r"`([^`]+)`", cell):
+            name = name[len("pipeline/"):] if name.startswith("pipeline/") else name
+            module = "sqlite::pipeline::" + name.rstrip("/").removesuffix(".rs").replace("/", "::")
+            floors[module] = int(floor)
+    return floors
+
+
+def room_of(module, floors):
+    """The room (a key of `floors`) `module` is in, or None."""
+    for room in sorted(floors, key=len, reverse=True):
+        if module == room or module.startswith(room + "::"):
+            return room
+    return None
+
+
+def upward_imports(g, floors):
+    """Imports between the pipeline's rooms that do not point down a floor:
+    (module, what it imports)."""
+    bad = []
+    for module, targets in g.items():
+        here = room_of(module, floors)
+        if here is None:
+            continue
+        for target in targets:
+            there = room_of(target, floors)
+            if there is not None and there != here and floors[there] <= floors[here]:
+                bad.append((module, target))
+    return sorted(bad)
+
+
+def test_the_pipelines_rooms_import_only_rooms_below_them():
+    """Every module of the pipeline is in a room of ARCHITECTURE.md's table,
+    and imports only rooms on a lower floor (or its own room's files)."""
+    g, floors = graph(), pipeline_floors()
+    for room in floors:
+        assert room in g, f"ARCHITECTURE.md names {room}, which is no module"
+    homeless = [m for m in g if m.startswith("sqlite::pipeline::") and room_of(m, floors) is None]
+    assert not homeless, f"modules in no room of ARCHITECTURE.md: {homeless}"
+    bad = upward_imports(g, floors)
+    assert not bad, "imports that point up or across a floor: " + "; ".join(f"{a} -> {b}" for a, b in bad)
+    # (So that this cannot pass by reading nothing: the table is read, the
+    # run imports the settings, and an import up would be seen.)
+    assert floors["sqlite::pipeline::functions"] < floors["sqlite::pipeline::run"] < floors["sqlite::pipeline::tables"]
+    assert "sqlite::pipeline::tables::schema" in g["sqlite::pipeline::run::plan"]
+    assert upward_imports({"sqlite::pipeline::tables::schema": {"sqlite::pipeline::run::plan"}}, floors) == [
+        ("sqlite::pipeline::tables::schema", "sqlite::pipeline::run::plan")]

@@ -7,11 +7,13 @@ use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
-use super::atomic::{atomically, Lock};
-use super::error::DedupError;
-use super::incremental::{index_bands, index_functions, snapshot};
-use super::settings::{self, Settings};
-use super::{apply, kept_apart, plan, progress, report, restore, rows_arrow, schema, scripts};
+use super::run::{apply, kept_apart, plan, progress, report, restore};
+use super::tables::schema;
+use super::{external as rows_arrow, scripts};
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::incremental::{index_bands, index_functions, snapshot};
+use crate::sqlite::pipeline::run::atomic::{atomically, Lock};
+use crate::sqlite::pipeline::settings::{self, values::Settings};
 
 use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error, PURE, WRITES};
 
@@ -47,7 +49,7 @@ fn read_settings(
     function: &str,
     json: Option<&str>,
 ) -> std::result::Result<Settings, DedupError> {
-    settings::read(db, function, json)
+    settings::read::read(db, function, json)
 }
 
 /// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore`,
@@ -135,7 +137,7 @@ pub fn register(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_prepare", json.as_deref())?.busy_timeout;
         let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
             let mut s = read_settings(db, "dedup_prepare", json.as_deref())?;
-            s.phases = settings::Phases::PrepareOnly(lo, hi);
+            s.phases = settings::values::Phases::PrepareOnly(lo, hi);
             let planned = plan::plan(db, &s)?;
             Ok::<i64, DedupError>(planned.rows_before)
         });
@@ -176,7 +178,7 @@ pub fn register(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_apply_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
             let mut s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
-            s.phases = settings::Phases::FromPlan(table.clone());
+            s.phases = settings::values::Phases::FromPlan(table.clone());
             plan::plan(db, &s)?;
             apply::apply(db).map(|r| r.to_text())
         });

@@ -2,29 +2,23 @@
 //! `sql/` (embedded) and applies it, all in one statement and one
 //! transaction; `dedup_plan()` / `dedup_apply()` do the two halves (a dry
 //! run, then the writes); `dedup_restore()` undoes the latest run.
+//!
+//! From the top down (ARCHITECTURE.md draws it): [`functions`] (the SQL
+//! entry points) → [`run`] (plan, apply, report, restore) → [`incremental`]
+//! (the index and the run decision) → [`settings`] and [`tables`] → the
+//! ground every room uses ([`error`], [`scripts`], [`trace`], [`json`],
+//! [`shown`]); [`external`] holds the rows handed to a run made elsewhere.
 
-pub mod apply;
-pub mod atomic;
-pub mod choices;
 pub mod error;
+pub mod external;
 pub mod functions;
 pub mod incremental;
 pub mod json;
-pub mod kept_apart;
-pub mod locate;
-pub mod own_schema;
-pub mod own_tables;
-pub mod plan;
-pub mod progress;
-pub mod report;
-pub mod restore;
-pub mod rewrites;
-pub mod rows_arrow;
-pub mod schema;
+pub mod run;
 pub mod scripts;
 pub mod settings;
 pub mod shown;
+pub mod tables;
 mod trace;
-pub mod untrusted;
 
 pub use functions::register;

@@ -8,13 +8,13 @@ pub enum When {
     /// In every run.
     Always,
     /// In incremental runs only (after the phase's other scripts: see
-    /// [`super::incremental::run_kind`]).
+    /// [`crate::sqlite::pipeline::incremental::run_kind`]).
     Incremental,
 }
 
 /// One step of a phase: an SQL script of `sql/` (embedded in the binary),
-/// or an incremental run's phase-4 rows ([`super::incremental::near_input::build`],
-/// [`super::incremental::lsh_input::build`]).
+/// or an incremental run's phase-4 rows ([`crate::sqlite::pipeline::incremental::near_input::build`],
+/// [`crate::sqlite::pipeline::incremental::lsh_input::build`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Step {
     /// A script: its file name, its text and when it runs.
@@ -22,9 +22,9 @@ pub enum Step {
     /// An incremental run's rows of phase 4: in window mode the new rows
     /// and the last run's around each place the scan order changed, each
     /// run of rows no comparison needs as one slot row
-    /// ([`super::incremental::near_input::build`]); in lsh mode the new rows and the
+    /// ([`crate::sqlite::pipeline::incremental::near_input::build`]); in lsh mode the new rows and the
     /// kept rows that share a band key with one and may be near it
-    /// ([`super::incremental::lsh_input::build`]).
+    /// ([`crate::sqlite::pipeline::incremental::lsh_input::build`]).
     NearInput,
 }
 

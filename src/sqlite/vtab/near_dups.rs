@@ -26,7 +26,7 @@ use super::scan_table::{self, LastScan, Scan};
 use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
 use crate::core::window_scan::scan;
 use crate::sqlite::interrupt::InterruptPoll;
-use crate::sqlite::pipeline::progress;
+use crate::sqlite::pipeline::run::progress;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups";

@@ -30,7 +30,7 @@ use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilde
 use crate::core::near_dups::{validate, Removal, ScanStats};
 use crate::core::pair_scan::{election_order, scan_pairs_with, Election};
 use crate::sqlite::interrupt::InterruptPoll;
-use crate::sqlite::pipeline::progress;
+use crate::sqlite::pipeline::run::progress;
 use crate::sqlite::scalars::describe;
 
 const NAME: &str = "near_dups_among";

@@ -22,11 +22,11 @@ use rusqlite::Connection;
 
 use super::index_functions::{fingerprint_of, FINGERPRINT};
 use super::index_state::{comparable, version};
-use super::run_kind::decision;
+use super::run_kind::RunKind;
 use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::own_tables::{DOMAIN_KEY, INDEX_KEYS};
-use crate::sqlite::pipeline::schema::Source;
 use crate::sqlite::pipeline::scripts;
+use crate::sqlite::pipeline::tables::own_tables::{DOMAIN_KEY, INDEX_KEYS};
+use crate::sqlite::pipeline::tables::schema::Source;
 use crate::sqlite::pipeline::trace::lap;
 
 /// The last rowids of the archive and of `dedup_rewritten` before a run
@@ -49,13 +49,13 @@ pub fn write(
     run: i64,
     after: &WrittenAfter,
     settings_json: &str,
+    kind: &RunKind,
 ) -> Result<(), DedupError> {
     let archived_after = after.archive;
-    let keep: bool = db.query_row("SELECT keep FROM temp._dedup_incremental", [], |r| r.get(0))?;
-    if !keep {
+    if !kind.keep {
         return forget(db);
     }
-    let incremental = decision(db)?.incremental;
+    let incremental = kind.incremental;
     let table = source.qualified();
     let rowid = source.rowid;
     let fp = fingerprint_of(source, "g");
@@ -92,11 +92,14 @@ pub fn write(
     lap("index: rewritten rows prepared", &mut step);
     // 2. The rows to (re)write. A rewritten row whose phase-1 values
     //    changed, or that a run would rewrite again, is unsettled (fp 0).
-    let pending = crate::sqlite::pipeline::rewrites::pending_besides_url(source);
+    let pending = crate::sqlite::pipeline::tables::rewrites::pending_besides_url(source);
     // (tlen: the length of the text phase 4 compares, when it is known
     // without reading it again.)
     let parsed = source.column("parsed").map_or("NULL".to_string(), |c| {
-        format!("g.{}", crate::sqlite::pipeline::schema::quote_ident(&c))
+        format!(
+            "g.{}",
+            crate::sqlite::pipeline::tables::schema::quote_ident(&c)
+        )
     });
     let which = if incremental {
         format!(
@@ -123,7 +126,7 @@ pub fn write(
         (placed, String::new())
     };
     // (Keyed by rid: the order's rows take their lengths from it.)
-    let create_new = crate::sqlite::pipeline::own_schema::OWN
+    let create_new = crate::sqlite::pipeline::tables::own_schema::OWN
         .iter()
         .find(|(name, _)| *name == "dedup_index")
         .map(|(_, create)| {
@@ -212,7 +215,8 @@ pub fn write(
                                  WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
         )?;
         lap("index: order's new rows", &mut step);
-        let archive = crate::sqlite::pipeline::schema::archive_view_body(db, source, Some(run))?;
+        let archive =
+            crate::sqlite::pipeline::tables::schema::archive_view_body(db, source, Some(run))?;
         let placeholders = format!(
             "INSERT OR IGNORE INTO main.dedup_index_order
              SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
@@ -322,7 +326,9 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
         "dedup_index_bands_left",
         "dedup_index_state",
     ] {
-        if crate::sqlite::pipeline::schema::object_type(db, name)?.as_deref() == Some("table") {
+        if crate::sqlite::pipeline::tables::schema::object_type(db, name)?.as_deref()
+            == Some("table")
+        {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;
         }
     }

@@ -30,15 +30,15 @@ use rusqlite::Connection;
 use super::index_functions::fingerprint_of;
 use super::index_state::{comparable, state_value, version};
 use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::schema::Source;
-use crate::sqlite::pipeline::settings::Settings;
+use crate::sqlite::pipeline::settings::values::Settings;
+use crate::sqlite::pipeline::tables::schema::Source;
 use crate::sqlite::pipeline::trace::lap;
 
 /// Why runs of these settings are always full (they keep no index).
 fn always_full(s: &Settings) -> Option<&'static str> {
-    if s.phases != crate::sqlite::pipeline::settings::Phases::All {
+    if s.phases != crate::sqlite::pipeline::settings::values::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
-    } else if s.boilerplate == crate::sqlite::pipeline::choices::Boilerplate::Strip {
+    } else if s.boilerplate == crate::sqlite::pipeline::settings::choices::Boilerplate::Strip {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
     } else if s.url_rules > 0.0 {
         Some("url_rules (the learned rules change between runs)")
@@ -65,7 +65,10 @@ fn why_full(
         return Ok(Some(why.into()));
     }
     let exists = |name: &str| -> Result<bool, DedupError> {
-        Ok(crate::sqlite::pipeline::schema::object_type(db, name)?.as_deref() == Some("table"))
+        Ok(
+            crate::sqlite::pipeline::tables::schema::object_type(db, name)?.as_deref()
+                == Some("table"),
+        )
     };
     if !exists("dedup_index")?
         || !exists("dedup_index_order")?
@@ -119,7 +122,7 @@ pub fn prepare(
     source: &Source,
     s: &Settings,
     settings_json: &str,
-) -> Result<(), DedupError> {
+) -> Result<RunKind, DedupError> {
     let mut step = std::time::Instant::now();
     let why = why_full(db, s, settings_json)?;
     lap("changes: why full", &mut step);
@@ -224,15 +227,14 @@ pub fn prepare(
             scanned
         ],
     )?;
-    Ok(())
+    decision(db)
 }
 
 /// The table's rows. When the change log was trusted, from the index (the
 /// rows the log does not name are the index's) and the rows it names;
 /// else counted, which without an index on the table reads its every leaf
 /// page.
-pub fn rows(db: &Connection, source: &Source) -> Result<i64, DedupError> {
-    let kind = decision(db)?;
+pub fn rows(db: &Connection, source: &Source, kind: &RunKind) -> Result<i64, DedupError> {
     let sql = if kind.incremental && kind.scanned.is_none() {
         // (The index's rows as its run counted them: see
         // index_state::kept_rows.)
@@ -268,12 +270,17 @@ pub struct RunKind {
     /// Why an incremental run read every row's fingerprint rather than the
     /// change log ([`super::changes`]); `None` when it read the log.
     pub scanned: Option<String>,
+    /// Whether the run keeps an index for the next (runs that are always
+    /// full keep none).
+    pub keep: bool,
 }
 
-/// The decision [`prepare`] recorded.
+/// The decision [`prepare`] recorded, read from `temp._dedup_incremental`
+/// (which the phase scripts read, and which carries it from `dedup_plan` to
+/// `dedup_apply`): once by [`prepare`], once by a plan read back.
 pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
     Ok(db.query_row(
-        "SELECT kind = 'incremental', why, since, dirty, gone, recheck, scanned FROM temp._dedup_incremental",
+        "SELECT kind = 'incremental', why, since, dirty, gone, recheck, scanned, keep FROM temp._dedup_incremental",
         [],
         |r| {
             Ok(RunKind {
@@ -284,6 +291,7 @@ pub fn decision(db: &Connection) -> Result<RunKind, DedupError> {
                 gone: r.get(4)?,
                 recheck: r.get(5)?,
                 scanned: r.get(6)?,
+                keep: r.get(7)?,
             })
         },
     )?)

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::index_functions::fingerprint_of;
 use crate::sqlite::pipeline::error::{fail, DedupError};
-use crate::sqlite::pipeline::schema::{quote_ident, Source};
+use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 
 /// Records every row's hash (after a plan, in its transaction).
 pub fn take(db: &Connection, source: &Source) -> Result<(), DedupError> {

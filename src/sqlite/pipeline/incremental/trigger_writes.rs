@@ -12,14 +12,14 @@
 //! log, so the next run takes them as changed ([`log`]).
 //!
 //! Its temporary objects (`_dedup_seen*`, `_dedup_triggered`) are among
-//! [`crate::sqlite::pipeline::plan::TEMP_OBJECTS`].
+//! [`crate::sqlite::pipeline::run::plan::TEMP_OBJECTS`].
 //!
 //! Cost: one row in a temporary table per row the run deletes or rewrites.
 
 use rusqlite::Connection;
 
 use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::schema::Source;
+use crate::sqlite::pipeline::tables::schema::Source;
 
 /// Starts noting the rowids written to the table (`temp._dedup_seen(rid,
 /// kind)`: `i`, `u` or `d`).
@@ -68,8 +68,7 @@ pub fn settle(db: &Connection, run: i64, rewritten_after: i64) -> Result<i64, De
 
 /// Puts the rows a trigger wrote into the change log, when the run kept an
 /// index (after [`super::changes::track`] reset the log).
-pub fn log(db: &Connection) -> Result<(), DedupError> {
-    let keep: bool = db.query_row("SELECT keep FROM temp._dedup_incremental", [], |r| r.get(0))?;
+pub fn log(db: &Connection, keep: bool) -> Result<(), DedupError> {
     if keep {
         db.execute_batch(
             "INSERT OR IGNORE INTO main.dedup_changes (rid) SELECT rid FROM temp._dedup_triggered;",

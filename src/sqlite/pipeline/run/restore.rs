@@ -1,23 +1,23 @@
 //! Undoes the latest run: every archived row back into the table (under a
 //! new rowid when a later crawl took its old one), the survivors' rewritten
 //! columns back to their old values, then the run forgotten. Runs inside
-//! [`super::atomic::atomically`]: all of it or nothing.
+//! [`crate::sqlite::pipeline::run::atomic::atomically`]: all of it or nothing.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::error::{fail, DedupError};
-use super::locate::{first_refused, refused};
-use super::own_tables::{self, upgrade_rewritten};
-use super::plan::next_run;
-use super::schema::{self, quote_ident, Source, ARCHIVE_META};
-use super::shown::truncate;
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::run::locate::{first_refused, refused};
+use crate::sqlite::pipeline::run::plan::next_run;
+use crate::sqlite::pipeline::shown::truncate;
+use crate::sqlite::pipeline::tables::own_tables::{self, upgrade_rewritten};
+use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source, ARCHIVE_META};
 
 /// Rowid changes named one by one in the message; the rest are counted.
 const MOVED_LISTED: usize = 20;
 
 /// Restores the latest run; returns what was done, in words.
 pub fn restore(db: &Connection) -> Result<String, DedupError> {
-    let _whole = super::trace::Trace("restore".into(), std::time::Instant::now());
+    let _whole = crate::sqlite::pipeline::trace::Trace("restore".into(), std::time::Instant::now());
     if schema::object_type(db, "dedup_runs")?.is_none() {
         return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
@@ -33,7 +33,9 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         return fail("dedup_restore: nothing to undo, got no run in dedup_runs".into());
     };
     let columns = match &settings {
-        rusqlite::types::Value::Text(json) => super::plan::columns_of(db, json)?,
+        rusqlite::types::Value::Text(json) => {
+            crate::sqlite::pipeline::run::plan::columns_of(db, json)?
+        }
         _ => Vec::new(),
     };
     let table = match settings {
@@ -57,7 +59,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     own_tables::check(db, "dedup_restore")?;
     // (The index is forgotten below: its triggers need not log the rows
     // put back nor, row by row, the archive's deletes.)
-    super::incremental::changes::untrack(db)?;
+    crate::sqlite::pipeline::incremental::changes::untrack(db)?;
     let t = source.qualified();
     for name in ["dedup_removed", "dedup_rewritten"] {
         match schema::object_type(db, name)?.as_deref() {
@@ -117,7 +119,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         .collect::<Result<_, _>>()?;
     let mut step = std::time::Instant::now();
     let (left, first_left) = locate_survivors(db, &source, run, &names)?;
-    super::trace::lap("restore: locate survivors", &mut step);
+    crate::sqlite::pipeline::trace::lap("restore: locate survivors", &mut step);
     for name in &names {
         let Some(col) = source
             .columns
@@ -295,7 +297,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
         [run],
     )?;
-    super::incremental::index::forget(db)?;
+    crate::sqlite::pipeline::incremental::index::forget(db)?;
     if schema::object_type(db, "dedup_notes")?.as_deref() == Some("table") {
         db.execute("DELETE FROM main.dedup_notes WHERE dedup_run = ?1", [run])?;
     }
@@ -438,8 +440,8 @@ fn locate_survivors(
 /// One archived value for an error: quoted and cut short, or its type.
 fn archived_value(db: &Connection, sql: &str, params: impl rusqlite::Params) -> String {
     match db.query_row(sql, params, |r| r.get::<_, rusqlite::types::Value>(0)) {
-        Ok(rusqlite::types::Value::Text(t)) => super::shown::excerpt(&t),
-        Ok(other) => super::shown::describe_value(&other),
+        Ok(rusqlite::types::Value::Text(t)) => crate::sqlite::pipeline::shown::excerpt(&t),
+        Ok(other) => crate::sqlite::pipeline::shown::describe_value(&other),
         Err(_) => "(unread)".to_string(),
     }
 }
@@ -453,7 +455,7 @@ fn drop_when_no_run_is_left(db: &Connection) -> Result<bool, DedupError> {
     if left > 0 {
         return Ok(false);
     }
-    for (table, _) in super::own_schema::OWN {
+    for (table, _) in crate::sqlite::pipeline::tables::own_schema::OWN {
         if schema::object_type(db, table)?.as_deref() != Some("table") {
             continue;
         }

@@ -8,14 +8,14 @@
 //! shape this extension creates (its `CREATE TABLE` text, types and
 //! constraints included; `dedup_removed` may carry the untyped page columns
 //! runs add), no trigger may be on them or write to them (but the change
-//! log's own, [`super::incremental::changes`]), and no foreign
+//! log's own, [`crate::sqlite::pipeline::incremental::changes`]), and no foreign
 //! key (with `PRAGMA foreign_keys` on) may point at them.
 
 use rusqlite::Connection;
 
-use super::error::{fail, DedupError};
-use super::own_schema::{is_own, OWN};
-use super::schema::{self, quote_ident, Source};
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::tables::own_schema::{is_own, OWN};
+use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 
 /// `dedup_index` in its earlier formats (dropped and made again: an index
 /// of those is rebuilt by a full run anyway).
@@ -36,7 +36,7 @@ const ORDER_OLD: &str = "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL,
 /// are in `dedup_index_strict`. (The canonical URLs and content hashes are
 /// looked up by their 8-byte keys in `dedup_index_keys`, written whole and
 /// appended to: as indexes here a 1% batch rewrote nearly every page of
-/// them, see super::incremental::index_keys.)
+/// them, see crate::sqlite::pipeline::incremental::index_keys.)
 pub const INDEX_KEYS: [(&str, &str); 1] = [(
     "dedup_index_strict",
     "(strict_url) WHERE strict_url IS NOT canonical_url",
@@ -160,7 +160,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
                 if !has_own_shape(name, &sql) {
                     return fail(format!(
                         "{function}: {name} is not the table this extension creates, got {}; nothing was changed (rename it: the extension creates its own)",
-                        super::shown::truncate(&sql, 200)
+                        crate::sqlite::pipeline::shown::truncate(&sql, 200)
                     ));
                 }
             }
@@ -184,7 +184,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
         .collect::<Result<_, _>>()?;
     let foreign = triggers
         .into_iter()
-        .find(|(name, on, sql)| !super::incremental::changes::is_tracker(name, on, sql));
+        .find(|(name, on, sql)| !super::trackers::is_tracker(name, on, sql));
     if let Some((trigger, on, _)) = foreign {
         return fail(format!(
             "{function}: trigger {} (on {}) is on or writes to this extension's tables ({}), which would change what is archived; nothing was changed (drop the trigger)",

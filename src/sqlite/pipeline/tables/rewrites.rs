@@ -1,6 +1,6 @@
 //! The survivor columns a run rewrites, and when.
 
-use super::schema::{quote_ident, Source};
+use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 
 /// The survivor columns a run may rewrite: (column, changed, new value),
 /// with `g` the table's row and `p` its row of `_dedup_prepared`.

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, Result};
 
-use super::scripts::{EXTERNAL, PHASES};
+use crate::sqlite::pipeline::scripts::{EXTERNAL, PHASES};
 
 /// The phases a run reports, by the names the phase lists give them
 /// (`scripts`: a run's, then the one a run decided elsewhere has in place
@@ -99,7 +99,7 @@ fn shown() -> Option<String> {
     let seconds = nanos_since_epoch().saturating_sub(SINCE.load(Relaxed)) as f64 / 1e9;
     Some(format!(
         "{{\"phase\":{},\"step\":{},\"steps\":{},\"done\":{},\"total\":{},\"seconds\":{:.3},\"running\":{}}}",
-        super::json::json_string(NAMES[phase.min(NAMES.len() - 1)]),
+        crate::sqlite::pipeline::json::json_string(NAMES[phase.min(NAMES.len() - 1)]),
         STEP.load(Relaxed),
         STEPS.load(Relaxed),
         DONE.load(Relaxed),
@@ -130,7 +130,7 @@ mod tests {
     /// and the progress JSON names it.
     #[test]
     fn every_phase_of_every_kind_of_run_has_its_name() {
-        use super::super::scripts::PREPARE_ONLY;
+        use crate::sqlite::pipeline::scripts::PREPARE_ONLY;
         let passed: Vec<&str> = PHASES
             .iter()
             .chain(PREPARE_ONLY.iter())

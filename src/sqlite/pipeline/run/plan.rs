@@ -4,11 +4,15 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::error::{fail, DedupError};
-use super::schema::{self, quote_ident, Source};
-use super::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
-use super::settings::{self, Phases, Settings};
-use super::trace::{lap, Trace};
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::incremental::run_kind::RunKind;
+use crate::sqlite::pipeline::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
+use crate::sqlite::pipeline::settings::{
+    self,
+    values::{Phases, Settings},
+};
+use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
+use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
 pub const TEMP_OBJECTS: [(&str, &str); 57] = [
@@ -31,7 +35,10 @@ pub const TEMP_OBJECTS: [(&str, &str); 57] = [
     ("TABLE", "_dedup_external"),
     ("VIEW", "_dedup_placeholders"),
     ("VIEW", "_dedup_todo"),
-    ("VIEW", super::incremental::index_keys::VIEW),
+    (
+        "VIEW",
+        crate::sqlite::pipeline::incremental::index_keys::VIEW,
+    ),
     ("TABLE", "_dedup_clean"),
     ("TABLE", "_dedup_ghosts"),
     ("TABLE", "_dedup_keys"),
@@ -84,6 +91,8 @@ pub struct Planned {
     pub rows_before: i64,
     /// Seconds each phase script took, in order.
     pub seconds: Vec<(String, f64)>,
+    /// Full or incremental, as the run decided it.
+    pub kind: RunKind,
 }
 
 /// Plans a run: checks the table and the earlier runs' tables, writes the
@@ -91,9 +100,9 @@ pub struct Planned {
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let mut lapped = std::time::Instant::now();
     drop_temp(db)?;
-    super::own_tables::refuse_as_pages(&s.table)?;
+    crate::sqlite::pipeline::tables::own_tables::refuse_as_pages(&s.table)?;
     let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
-    super::own_tables::check(db, "dedup")?;
+    crate::sqlite::pipeline::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
     create_archive_view(db, &source)?;
@@ -101,10 +110,11 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
-    super::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
-    let rows_before = super::incremental::run_kind::rows(db, &source)?;
+    let kind =
+        crate::sqlite::pipeline::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
+    let rows_before = crate::sqlite::pipeline::incremental::run_kind::rows(db, &source, &kind)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
-    settings::write_run_row(db, s, run, rows_before)?;
+    settings::record::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
     if let Phases::FromPlan(table) = &s.phases {
         copy_plan(db, table)?;
@@ -129,9 +139,11 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         Phases::FromPlan(_) => &EXTERNAL,
     };
     seconds.extend(if s.url_rules > 0.0 {
-        crate::sqlite::drop_rules::with_rules_snapshot(db, || run_phases(db, phases, rows_before))??
+        crate::sqlite::drop_rules::with_rules_snapshot(db, || {
+            run_phases(db, phases, rows_before, kind.incremental)
+        })??
     } else {
-        run_phases(db, phases, rows_before)?
+        run_phases(db, phases, rows_before, kind.incremental)?
     });
     let planned = Planned {
         run,
@@ -139,6 +151,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         settings: s.to_json(db)?,
         rows_before,
         seconds,
+        kind,
     };
     if matches!(s.phases, Phases::PrepareOnly(..)) {
         // (No plan to apply: phase 1's tables are the result.)
@@ -165,7 +178,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
 /// phase's election puts before its own rules; empty without terms. Each
 /// term is checked alone first, so that an error names it; terms read from
 /// `dedup_settings` are held to a schema's rules first
-/// ([`super::untrusted`]).
+/// ([`crate::sqlite::pipeline::settings::untrusted`]).
 fn write_prefer(db: &Connection, source: &Source, s: &Settings) -> Result<(), DedupError> {
     let terms = &s.prefer;
     db.execute_batch(
@@ -186,17 +199,17 @@ fn write_prefer(db: &Connection, source: &Source, s: &Settings) -> Result<(), De
     // adds a select of its own; the same text with its tail swallowed by a
     // comment would not parse there.)
     let ordered = |terms: &str| format!("SELECT {} FROM {table} ORDER BY {terms}", source.rowid);
-    let untrusted = s.prefer_from == settings::Origin::Database;
+    let untrusted = s.prefer_from == settings::values::Origin::Database;
     for (i, term) in terms.iter().enumerate() {
         if untrusted {
-            super::untrusted::check(
+            crate::sqlite::pipeline::settings::untrusted::check(
                 db,
                 &source.table,
                 &ordered(term),
                 &format!(
                     "prefer term {} from dedup_settings ({})",
                     i + 1,
-                    super::shown::excerpt(term)
+                    crate::sqlite::pipeline::shown::excerpt(term)
                 ),
             )?;
         }
@@ -205,14 +218,14 @@ fn write_prefer(db: &Connection, source: &Source, s: &Settings) -> Result<(), De
                 "dedup: prefer term {} must be an SQL ordering term over the columns of {}, got {}: {}; nothing was changed",
                 i + 1,
                 quote_ident(&source.table),
-                super::shown::excerpt(term),
-                super::shown::truncate(&DedupError::from(e).to_string(), 200)
+                crate::sqlite::pipeline::shown::excerpt(term),
+                crate::sqlite::pipeline::shown::truncate(&DedupError::from(e).to_string(), 200)
             ));
         }
     }
     let joined = terms.join(", ");
     if untrusted {
-        super::untrusted::check(
+        crate::sqlite::pipeline::settings::untrusted::check(
             db,
             &source.table,
             &ordered(&joined),
@@ -234,7 +247,7 @@ fn prefer_failed(
     terms: &[String],
     e: rusqlite::Error,
 ) -> DedupError {
-    let message = super::shown::truncate(&DedupError::from(e).to_string(), 200);
+    let message = crate::sqlite::pipeline::shown::truncate(&DedupError::from(e).to_string(), 200);
     let table = source.qualified();
     let rowid = source.rowid;
     let culprit = (|| -> Option<(usize, i64)> {
@@ -262,7 +275,7 @@ fn prefer_failed(
         Some((i, id)) => format!(
             "dedup: prefer term {} ({}) failed on the row of {} whose rowid is {id}: {message}; nothing was changed",
             i + 1,
-            super::shown::excerpt(&terms[i]),
+            crate::sqlite::pipeline::shown::excerpt(&terms[i]),
             quote_ident(&source.table),
         ),
         None => format!(
@@ -277,14 +290,14 @@ fn run_phases(
     db: &Connection,
     phases: &[(&str, &[Step])],
     rows: i64,
+    incremental: bool,
 ) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(phases.len());
-    let incremental = super::incremental::run_kind::decision(db)?.incremental;
     for (i, (name, steps)) in phases.iter().enumerate() {
-        super::progress::phase(name, i + 1, phases.len() + 1);
+        crate::sqlite::pipeline::run::progress::phase(name, i + 1, phases.len() + 1);
         if i == 0 {
             // Phase 1 ticks once a row (dedup_invalid_text).
-            super::progress::total(rows.max(0) as u64);
+            crate::sqlite::pipeline::run::progress::total(rows.max(0) as u64);
         }
         let start = std::time::Instant::now();
         for step in *steps {
@@ -308,8 +321,8 @@ fn run_phases(
                     })?;
                 }
                 Step::NearInput if incremental => {
-                    super::incremental::near_input::build(db)?;
-                    super::incremental::lsh_input::build(db)?;
+                    crate::sqlite::pipeline::incremental::near_input::build(db)?;
+                    crate::sqlite::pipeline::incremental::lsh_input::build(db)?;
                 }
                 Step::NearInput => {}
             }
@@ -363,7 +376,7 @@ pub fn columns_of(
         |r| r.get(0),
     )?;
     Ok(match columns {
-        Some(text) => settings::parse_columns(&text)?.unwrap_or_default(),
+        Some(text) => settings::check::parse_columns(&text)?.unwrap_or_default(),
         None => Vec::new(),
     })
 }
@@ -378,6 +391,7 @@ pub fn planned(db: &Connection) -> Result<Option<Planned>, DedupError> {
     if !exists {
         return Ok(None);
     }
+    let kind = crate::sqlite::pipeline::incremental::run_kind::decision(db)?;
     Ok(db
         .query_row(
             "SELECT run, tbl, settings, rows_before, seconds FROM temp._dedup_planned",
@@ -389,6 +403,7 @@ pub fn planned(db: &Connection) -> Result<Option<Planned>, DedupError> {
                     settings: r.get(2)?,
                     rows_before: r.get(3)?,
                     seconds: decode_seconds(&r.get::<_, String>(4)?),
+                    kind: kind.clone(),
                 })
             },
         )
@@ -435,7 +450,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
         let stmt = db.prepare(&sql).map_err(|e| {
             DedupError::new(format!(
                 "dedup_apply_plan: the plan must be a table or view, got {}: {}",
-                super::shown::excerpt(table),
+                crate::sqlite::pipeline::shown::excerpt(table),
                 DedupError::from(e)
             ))
         })?;
@@ -453,7 +468,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
     if !missing.is_empty() {
         return fail(format!(
             "dedup_apply_plan: the plan {} lacks column(s) {} (it needs {})",
-            super::shown::excerpt(table),
+            crate::sqlite::pipeline::shown::excerpt(table),
             missing.join(", "),
             PLAN_COLUMNS.join(", ")
         ));
@@ -513,7 +528,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
         if let Some(rid) = row {
             return fail(format!(
                 "dedup_apply_plan: the plan's row for rid {} is wrong: {what}; nothing was changed",
-                super::shown::truncate(&rid, 60)
+                crate::sqlite::pipeline::shown::truncate(&rid, 60)
             ));
         }
     }
@@ -564,7 +579,7 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
     if let Some(v) = bad {
         return fail(format!(
             "dedup: dedup_runs.run must hold integers, got {}",
-            super::shown::truncate(&v, 60)
+            crate::sqlite::pipeline::shown::truncate(&v, 60)
         ));
     }
     let max: Option<i64> =

@@ -4,11 +4,11 @@
 
 use rusqlite::Connection;
 
-use super::error::DedupError;
-use super::incremental::run_kind::{decision, RunKind};
-use super::json::json_string;
-use super::plan::Planned;
-use super::schema::{quote_ident, Source};
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::incremental::run_kind::RunKind;
+use crate::sqlite::pipeline::json::json_string;
+use crate::sqlite::pipeline::run::plan::Planned;
+use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 
 /// (domain, parameter) pairs of pages kept apart listed in the report.
 pub const KEPT_APART_LISTED: usize = 10;
@@ -47,7 +47,7 @@ pub struct Report {
     pub kept_apart: Vec<(Option<String>, String, i64)>,
     /// Phase-4 removals whose final survivor is at or below the threshold.
     pub drift: i64,
-    /// The kind of run as [`super::incremental::run_kind`] decided: `None` for the first
+    /// The kind of run as [`crate::sqlite::pipeline::incremental::run_kind`] decided: `None` for the first
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
 }
@@ -56,8 +56,8 @@ pub struct Report {
 /// in its own names (a column it lacks read as NULL).
 ///
 /// ```
-/// use dedup::sqlite::pipeline::report::skipped_query;
-/// use dedup::sqlite::pipeline::schema::Source;
+/// use dedup::sqlite::pipeline::run::report::skipped_query;
+/// use dedup::sqlite::pipeline::tables::schema::Source;
 /// let db = rusqlite::Connection::open_in_memory().unwrap();
 /// db.execute_batch("CREATE TABLE docs (link TEXT, body BLOB)").unwrap();
 /// let docs = Source::inspect_mapped(&db, "docs", &[("url".into(), "link".into()),
@@ -148,7 +148,7 @@ impl Report {
         } else {
             String::new()
         };
-        let decided = decision(db)?;
+        let decided = plan.kind.clone();
         let kind = (plan.run > 1 || decided.incremental).then_some(decided);
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
         Ok(Report {
@@ -171,7 +171,7 @@ impl Report {
     /// The report as the shell prints it, one line per fact.
     ///
     /// ```
-    /// use dedup::sqlite::pipeline::report::Report;
+    /// use dedup::sqlite::pipeline::run::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
     ///                  skipped_query: String::new(),

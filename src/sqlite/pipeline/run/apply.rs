@@ -1,16 +1,18 @@
 //! Applies a plan to the user's table: archive the removed rows whole,
 //! delete them, rewrite the survivors' changed columns, record the run.
-//! Runs inside [`super::atomic::atomically`]: any failure here leaves the
+//! Runs inside [`crate::sqlite::pipeline::run::atomic::atomically`]: any failure here leaves the
 //! database as it was.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::error::{fail, DedupError};
-use super::plan::{drop_temp, planned, Planned};
-use super::report::Report;
-use super::rewrites::REWRITES;
-use super::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
-use super::trace::lap;
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::run::plan::{drop_temp, planned, Planned};
+use crate::sqlite::pipeline::run::report::Report;
+use crate::sqlite::pipeline::tables::rewrites::REWRITES;
+use crate::sqlite::pipeline::tables::schema::{
+    self, quote_ident, quote_literal, Source, ARCHIVE_META,
+};
+use crate::sqlite::pipeline::trace::lap;
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
@@ -20,13 +22,13 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
     let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
-    super::incremental::snapshot::check(db, &source)?;
+    crate::sqlite::pipeline::incremental::snapshot::check(db, &source)?;
     let table = source.qualified();
-    super::own_tables::ensure(db, &source)?;
+    crate::sqlite::pipeline::tables::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
-    super::trace::lap("apply: checks", &mut step);
+    crate::sqlite::pipeline::trace::lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
-    super::incremental::changes::untrack(db)?;
+    crate::sqlite::pipeline::incremental::changes::untrack(db)?;
     let removals: i64 =
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
 
@@ -40,7 +42,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             |r| r.get(0),
         )?)
     };
-    let written_after = super::incremental::index::WrittenAfter {
+    let written_after = crate::sqlite::pipeline::incremental::index::WrittenAfter {
         archive: last_rowid("dedup_removed")?,
         rewritten: last_rowid("dedup_rewritten")?,
     };
@@ -119,7 +121,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     //    may be a removed row's old one under UNIQUE(url)).
     // (What the user's triggers write meanwhile is noted: the trackers
     // are off.)
-    super::incremental::trigger_writes::watch(db, &source)?;
+    crate::sqlite::pipeline::incremental::trigger_writes::watch(db, &source)?;
     let delete_sql = format!(
         "DELETE FROM {table} WHERE {rowid} IN (SELECT source_rowid FROM temp._dedup_removal)",
         rowid = source.rowid
@@ -168,7 +170,11 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         record_written(db, &source, plan.run, &rewrites)?;
         lap("apply: written", &mut step);
     }
-    super::incremental::trigger_writes::settle(db, plan.run, written_after.rewritten)?;
+    crate::sqlite::pipeline::incremental::trigger_writes::settle(
+        db,
+        plan.run,
+        written_after.rewritten,
+    )?;
     lap("apply: trigger writes", &mut step);
     // 5. Domain counts, the run's record, the explanation view.
     // The domain counts before the run are kept with it, for restore; a row
@@ -180,7 +186,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     // (An incremental run counted only the domains it touched.)
-    let touched = if super::incremental::run_kind::decision(db)?.incremental {
+    let touched = if plan.kind.incremental {
         "WHERE domain IN (SELECT domain FROM temp._dedup_domains_touched)
             OR (domain IS NULL AND EXISTS (SELECT 1 FROM temp._dedup_domains_touched WHERE domain IS NULL))"
     } else {
@@ -193,8 +199,15 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND c.pages > 0;"
     ))?;
     lap("apply: domains", &mut step);
-    super::incremental::index::write(db, &source, plan.run, &written_after, &plan.settings)?;
-    super::incremental::trigger_writes::log(db)?;
+    crate::sqlite::pipeline::incremental::index::write(
+        db,
+        &source,
+        plan.run,
+        &written_after,
+        &plan.settings,
+        &plan.kind,
+    )?;
+    crate::sqlite::pipeline::incremental::trigger_writes::log(db, plan.kind.keep)?;
     lap("apply: index", &mut step);
     let mut report = Report::read(db, &plan)?;
     report
@@ -207,7 +220,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         [plan.run],
     )?;
     create_why_view(db, &source)?;
-    super::incremental::changes::seal(db)?;
+    crate::sqlite::pipeline::incremental::changes::seal(db)?;
     drop_temp(db)?;
     lap("apply: record", &mut step);
     Ok(report)
@@ -408,7 +421,7 @@ const KEPT: &str = "SELECT source_rowid FROM temp._dedup_prepared WHERE skip_rea
 /// An error of a bulk statement. For a constraint (a UNIQUE index, a CHECK,
 /// a trigger's RAISE), `one` (the statement for one rowid) is retried on each
 /// row of `rows` to name the first row that fails
-/// ([`super::locate::first_refused`]).
+/// ([`crate::sqlite::pipeline::run::locate::first_refused`]).
 fn located(
     db: &Connection,
     e: rusqlite::Error,
@@ -421,14 +434,14 @@ fn located(
             "dedup: {doing} rows failed, nothing was changed: {e}"
         ))
     };
-    if !super::locate::refused(&e) {
+    if !crate::sqlite::pipeline::run::locate::refused(&e) {
         return generic();
     }
     let ids: Vec<i64> = db
         .prepare(rows)
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .unwrap_or_default();
-    match super::locate::first_refused(db, &ids, one) {
+    match crate::sqlite::pipeline::run::locate::first_refused(db, &ids, one) {
         Some((id, err)) => DedupError::new(format!(
             "dedup: {doing} rowid {id} failed, nothing was changed: {err}"
         )),

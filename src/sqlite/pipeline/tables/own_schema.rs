@@ -1,7 +1,7 @@
 //! The names and `CREATE` statements of the extension's own tables, and
 //! which names are the extension's (data only, so that the modules that
 //! check a user's table and the ones that make the extension's can both
-//! read it: [`super::own_tables`], [`super::schema`]).
+//! read it: [`crate::sqlite::pipeline::tables::own_tables`], [`crate::sqlite::pipeline::tables::schema`]).
 
 /// Each table and the statement that creates it.
 pub const OWN: [(&str, &str); 14] = [
@@ -26,7 +26,7 @@ pub const OWN: [(&str, &str); 14] = [
         "dedup_notes",
         "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
     ),
-    // The index of incremental runs (see super::incremental::index).
+    // The index of incremental runs (see crate::sqlite::pipeline::incremental::index).
     // Per kept row: its fingerprint, its place in phase 4's order, what
     // phase 1 made of it, (lsh mode) its band keys, and the 8-byte keys its
     // canonical URL and content hash are looked up by (`url_key`,
@@ -42,7 +42,7 @@ pub const OWN: [(&str, &str); 14] = [
         "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
     ),
     // The kept rows by their `url_key` and `hash_key`, written whole, and
-    // the entries added since (super::incremental::index_keys).
+    // the entries added since (crate::sqlite::pipeline::incremental::index_keys).
     (
         "dedup_index_keys",
         "CREATE TABLE main.dedup_index_keys (key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (key, rid)) WITHOUT ROWID",
@@ -52,13 +52,13 @@ pub const OWN: [(&str, &str); 14] = [
         "CREATE TABLE main.dedup_index_keys_new (key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (key, rid)) WITHOUT ROWID",
     ),
     // lsh mode: each kept row's band keys, to look up the rows a new row
-    // shares a band and key with (super::incremental::index_bands).
+    // shares a band and key with (crate::sqlite::pipeline::incremental::index_bands).
     (
         "dedup_index_bands",
         "CREATE TABLE main.dedup_index_bands (band INTEGER NOT NULL, key INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (band, key, rid)) WITHOUT ROWID",
     ),
     // lsh mode: the packed band keys of rows that left the index and whose
-    // entries in dedup_index_bands are not deleted yet (super::incremental::index_bands).
+    // entries in dedup_index_bands are not deleted yet (crate::sqlite::pipeline::incremental::index_bands).
     (
         "dedup_index_bands_left",
         "CREATE TABLE main.dedup_index_bands_left (rid INTEGER NOT NULL, bands BLOB NOT NULL)",
@@ -67,7 +67,7 @@ pub const OWN: [(&str, &str); 14] = [
         "dedup_index_state",
         "CREATE TABLE main.dedup_index_state (key TEXT PRIMARY KEY, value)",
     ),
-    // The rowids written since the last run (super::incremental::changes).
+    // The rowids written since the last run (crate::sqlite::pipeline::incremental::changes).
     (
         "dedup_changes",
         "CREATE TABLE main.dedup_changes (rid INTEGER PRIMARY KEY)",

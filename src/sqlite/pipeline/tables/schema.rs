@@ -3,9 +3,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Result};
 
-use super::error::{fail, DedupError};
-use super::json::json_string;
-use super::shown::excerpt;
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::json::json_string;
+use crate::sqlite::pipeline::shown::excerpt;
 
 /// The columns the phase scripts read; a table may lack all but `url` and
 /// one of `content`/`parsed` (absent ones read as NULL, never written).
@@ -37,7 +37,7 @@ pub const ARCHIVE_META: [&str; 6] = [
 /// Every table or column name that reaches generated SQL goes through here.
 ///
 /// ```
-/// use dedup::sqlite::pipeline::schema::quote_ident;
+/// use dedup::sqlite::pipeline::tables::schema::quote_ident;
 /// assert_eq!(quote_ident("pages"), "\"pages\"");
 /// assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
 /// ```
@@ -480,7 +480,7 @@ fn tables_there(db: &Connection) -> Result<String> {
     let names: Vec<String> = tables
         .into_iter()
         .map(|(name, _)| name)
-        .filter(|n| !super::own_schema::is_own(n))
+        .filter(|n| !crate::sqlite::pipeline::tables::own_schema::is_own(n))
         .filter(|n| {
             let lower = n.to_lowercase();
             !shadow_prefixes

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rusqlite::{ffi, Connection};
 
-use super::error::DedupError;
+use crate::sqlite::pipeline::error::DedupError;
 
 /// What the work inside needs from the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +170,7 @@ fn in_transaction<T>(
             };
             let mut step = std::time::Instant::now();
             let ended = db.execute_batch(&end);
-            super::trace::lap("commit", &mut step);
+            crate::sqlite::pipeline::trace::lap("commit", &mut step);
             match ended {
                 Ok(()) => Ok(value),
                 Err(e) => Err(undone(

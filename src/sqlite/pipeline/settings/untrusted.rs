@@ -23,9 +23,9 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use rusqlite::functions::FunctionFlags;
 use rusqlite::{ffi, Connection};
 
-use super::error::{fail, DedupError};
-use super::schema::quote_ident;
-use super::shown::truncate;
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::shown::truncate;
+use crate::sqlite::pipeline::tables::schema::quote_ident;
 
 const INNOCUOUS: i64 = 0x20_0000;
 const DIRECTONLY: i64 = 0x8_0000;

@@ -1,0 +1,14 @@
+//! One run, in the order it runs: [`plan`] (phases 1–6 into temp tables),
+//! [`apply`] (archive, delete, rewrite, record) inside [`atomic`], the
+//! [`report`]; [`restore`] undoes the latest run. [`locate`] names the row a
+//! write was refused on; [`progress`] tells a display how far a run is;
+//! [`kept_apart`] is phase 6's aggregate.
+
+pub mod apply;
+pub mod atomic;
+pub mod kept_apart;
+pub mod locate;
+pub mod plan;
+pub mod progress;
+pub mod report;
+pub mod restore;

@@ -1,0 +1,134 @@
+//! The settings as the user writes them: the pairs of `dedup_settings(key,
+//! value)` (when that table exists), then the JSON object passed to the
+//! call on top, each pair named where it came from, then checked.
+
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::settings::check::{parse, unknown_keys};
+use crate::sqlite::pipeline::settings::values::{Origin, Settings, KEYS};
+use crate::sqlite::pipeline::shown::{describe_value, excerpt};
+use crate::sqlite::pipeline::tables::schema::{self, quote_ident};
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+/// The settings that JSON's `true` and `false` may give (as 1 and 0).
+const YES_OR_NO: [&str; 2] = ["discard_params", "full"];
+
+/// Reads the settings: `dedup_settings` first, then `overrides` (a JSON
+/// object or NULL, the argument of the SQL function `function`, which the
+/// errors about it name) on top; every value checked.
+pub fn read(
+    db: &Connection,
+    function: &str,
+    overrides: Option<&str>,
+) -> std::result::Result<Settings, DedupError> {
+    let mut pairs: Vec<(String, Value)> = Vec::new();
+    if let Some(kind) = schema::object_type(db, "dedup_settings")? {
+        if kind != "table" && kind != "view" {
+            return fail(format!(
+                "dedup: dedup_settings must be a table, got a {kind}"
+            ));
+        }
+        let sql = format!(
+            "SELECT key, value FROM main.{}",
+            quote_ident("dedup_settings")
+        );
+        let mut stmt = db.prepare(&sql).map_err(|e| {
+            DedupError::new(format!(
+                "dedup: dedup_settings must have columns key and value, got {e}"
+            ))
+        })?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))?;
+        for row in rows {
+            let (key, value) = row?;
+            match key {
+                Value::Text(k) if pairs.iter().any(|(seen, _)| *seen == k) => {
+                    return fail(format!(
+                        "dedup: dedup_settings must hold each key once, got '{}' twice (delete one; key TEXT PRIMARY KEY keeps it so)",
+                        k.replace('\'', "''")
+                    ))
+                }
+                Value::Text(k) => pairs.push((k, value)),
+                other => {
+                    return fail(format!(
+                        "dedup: unknown setting in dedup_settings, got {}",
+                        describe_value(&other)
+                    ))
+                }
+            }
+        }
+        if let Some(unknown) = unknown_keys(&pairs) {
+            return fail(format!(
+                "dedup: unknown setting in dedup_settings, got {unknown}"
+            ));
+        }
+    }
+    let from_database = pairs.len();
+    if let Some(json) = overrides {
+        // (json_type raises "malformed JSON" on text that is not JSON,
+        // which would not say what was wrong: asked only of valid JSON.)
+        let (valid, object): (bool, bool) = db.query_row(
+            "SELECT json_valid(?1), CASE WHEN json_valid(?1) THEN json_type(?1) = 'object' ELSE 0 END",
+            [json],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if !object {
+            return fail(format!(
+                "{function}: settings must be a JSON object, got {}{}",
+                excerpt(json),
+                if valid { "" } else { " (not valid JSON)" }
+            ));
+        }
+        let mut stmt =
+            db.prepare("SELECT key, value, type IN ('true', 'false') FROM json_each(?1)")?;
+        let rows = stmt.query_map([json], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Value>(1)?,
+                r.get::<_, bool>(2)?,
+            ))
+        })?;
+        let mut given: Vec<(String, Value)> = Vec::new();
+        for row in rows {
+            let (key, value, yes_or_no) = row?;
+            // (JSON's true and false reach SQL as 1 and 0, which a number
+            // setting would take: `"distance": true` would compare nothing.)
+            if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
+                return fail(format!(
+                    "{function}: {key} is not a true-or-false setting (only {} are), got {} in {}",
+                    YES_OR_NO.join(" and "),
+                    if value == Value::Integer(1) {
+                        "true"
+                    } else {
+                        "false"
+                    },
+                    excerpt(json)
+                ));
+            }
+            // (JSON allows a name twice; which one would win is no reader's
+            // guess, so neither does.)
+            if given.iter().any(|(k, _)| *k == key) {
+                return fail(format!(
+                    "{function}: settings must name each setting once, got '{}' twice in {}",
+                    key.replace('\'', "''"),
+                    excerpt(json)
+                ));
+            }
+            given.push((key, value));
+        }
+        if let Some(unknown) = unknown_keys(&given) {
+            return fail(format!(
+                "{function}: unknown setting in the settings argument, got {unknown}"
+            ));
+        }
+        pairs.extend(given);
+    }
+    let mut s = parse(&pairs)?;
+    // (The JSON argument's pairs come last: the last `prefer` is the one
+    // parse kept.)
+    if let Some(at) = pairs.iter().rposition(|(k, _)| k == "prefer") {
+        if at < from_database {
+            s.prefer_from = Origin::Database;
+        }
+    }
+    Ok(s)
+}
