@@ -24,6 +24,7 @@ import tempfile
 from pipeline import fingerprint, without_times
 
 EXTENSION = os.environ["DEDUP_EXTENSION"]
+BEAT = os.environ.get("DEDUP_SWEEP_BEAT")  # a file touched after each step tried
 
 
 def connect(host, path):
@@ -87,6 +88,9 @@ def main(host, function, template, stride, offset, part=0, parts=1):
         shutil.copy(template, path)
         error, left_open, _ = attempt(host, path, function, k, in_caller_txn)
         tried += 1
+        if BEAT:  # the parent's hang watch: a step was tried
+            with open(BEAT, "w") as beat:
+                beat.write(str(k))
         state = fingerprint(path)
         pending = [r[1] for r in state["mine"][1]]
         now = normalized(state)

@@ -63,8 +63,8 @@ def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, s
 
 @pytest.mark.parametrize("seed", [4, 5])
 @pytest.mark.parametrize("settings", [{"distance": 4}, {"discard_params": False, "threshold": 0.8},
-                                      {"near_mode": "lsh", "n_min": 2}],
-                         ids=["distance-4", "keep-params-0.8", "lsh-n_min"])
+                                      {"near_mode": "lsh", "n_min": 2}, {"n_min": 3, "distance": 2}],
+                         ids=["distance-4", "keep-params-0.8", "lsh-n_min", "n_min-3-distance-2"])
 def test_incremental_runs_equal_full_runs_after_rough_batches(tmp_path, seed, settings):
     """The same property when users also edit URLs, empty texts, store a
     URL the pipeline skips, add exact copies, delete a fifth of the table,
@@ -84,6 +84,39 @@ def test_incremental_runs_equal_full_runs_after_rough_batches(tmp_path, seed, se
         removed += (got["kind"] == "incremental") * sum(got["removed"].values())
     assert kinds == ["incremental", "incremental", "full", "incremental", "full", "incremental"], kinds
     assert removed > 20, removed  # the incremental runs had work to do
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("distance", [1, 2, 3])
+def test_an_incremental_archive_equals_a_full_runs_when_rowids_are_reused(tmp_path, seed, distance):
+    """n_min 3 and a short distance while removed and deleted rows' rowids
+    are taken again (the highest rows deleted, so that SQLite hands their
+    rowids to the next inserts; near copies of kept pages on their domain):
+    every archived row of each incremental run, with its survivor and
+    ratio, is a full run's."""
+    rng = random.Random(seed)
+    db, conn, pool = demo_part(tmp_path, rng, 150)
+    settings = {"n_min": 3, "distance": distance}
+    report(conn, settings)
+    cols = columns(conn)
+    insert = f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    reused = 0
+    for step in range(6):
+        top = conn.execute("SELECT max(rowid) FROM pages").fetchone()[0]
+        conn.execute("DELETE FROM pages WHERE rowid > ?", (top - rng.randint(1, 4),))
+        freed = {r[0] for r in conn.execute("SELECT dedup_rowid FROM dedup_removed")}
+        batch(conn, rng, pool, step)
+        for rowid in rng.sample([r[0] for r in conn.execute("SELECT rowid FROM pages")], 4):
+            row = list(conn.execute(f"SELECT {', '.join(cols)} FROM pages WHERE rowid = ?", (rowid,)).fetchone())
+            if row[cols.index("parsed")]:
+                row[cols.index("parsed")] += " " + rng.choice(["again", "updated", "more"])
+                row[cols.index("content_hash")] = None
+                row[cols.index("url")] = (row[cols.index("url")] or "") + f"/copy{step}"
+                conn.execute(insert, row)
+        reused += conn.execute(f"SELECT count(*) FROM pages WHERE rowid IN ({','.join(map(str, freed)) or 'NULL'})").fetchone()[0]
+        conn, got = full_and_incremental(tmp_path, db, conn, settings, step)
+        assert got["kind"] == "incremental", got
+    assert reused > 0  # rowids of archived rows were taken again
 
 
 @pytest.mark.parametrize("seed,distance,mode", [(1, 50, "window"), (2, 4, "window"), (3, 3, "window"),
