@@ -298,28 +298,17 @@ pub fn query_params(url: &str) -> Vec<&str> {
     query.split('&').filter(|p| !p.is_empty()).collect()
 }
 
-/// The names of the parameters of `strict` that `canonical` dropped (a
-/// parameter counts once per occurrence, so a repeated name whose second
-/// value was dropped is named), sorted, each once.
+/// The parameters of `strict` that `canonical` dropped, each as (name,
+/// value) in the order they stand (a parameter counts once per occurrence,
+/// so a repeated name whose second value was dropped is there; one without
+/// `=` has the value `""`).
 ///
 /// ```
-/// use dedup::core::url::dropped_param_names;
-/// assert_eq!(dropped_param_names("https://a.org/r?id=3&lang=cs", "https://a.org/r?lang=cs"), ["id"]);
-/// assert_eq!(dropped_param_names("https://a.org/r?lang=cs&lang=en", "https://a.org/r?lang=cs"), ["lang"]);
+/// use dedup::core::url::dropped_params;
+/// assert_eq!(dropped_params("https://a.org/r?id=3&lang=cs", "https://a.org/r?lang=cs"), [("id", "3")]);
+/// assert_eq!(dropped_params("https://a.org/r?lang=cs&lang=en&x", "https://a.org/r?lang=cs"), [("lang", "en"), ("x", "")]);
 /// ```
-pub fn dropped_param_names<'a>(strict: &'a str, canonical: &str) -> Vec<&'a str> {
-    let mut names: Vec<&str> = dropped_params(strict, canonical)
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-}
-
-/// The dropped parameters of `strict` (as [`dropped_param_names`]
-/// counts them), each as (name, value).
-fn dropped_params<'a>(strict: &'a str, canonical: &str) -> Vec<(&'a str, &'a str)> {
+pub fn dropped_params<'a>(strict: &'a str, canonical: &str) -> Vec<(&'a str, &'a str)> {
     let mut kept = query_params(canonical);
     let mut out = Vec::new();
     for p in query_params(strict) {

@@ -51,13 +51,13 @@ def report(tmp_path):
 
 
 def test_the_review_page_in_a_real_browser(report):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
     db, page = report
     conn = P.connect(db)
     removed = conn.execute("SELECT count(*) FROM dedup_removed").fetchone()[0]
     phase4 = conn.execute("SELECT count(*) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0]
-    drv = browser()
+    drv = browser()  # (or a skip, before selenium is imported)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
     try:
         drv.get("file://" + page)
         rows = drv.find_elements(By.CSS_SELECTOR, "tr.item")
@@ -150,9 +150,9 @@ def assert_no_script_runs(url, screenshot):
     """In Chromium, the review page at `url` runs no script of the data, opens
     no dialog, stays where it is, links only http(s) URLs, shows the
     javascript: URL as text, and its own script still filters."""
+    drv = browser()  # (or a skip, before selenium is imported)
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
-    drv = browser()
     try:
         drv.get(url)
         try:

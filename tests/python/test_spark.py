@@ -525,6 +525,41 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
         fresh.execute("SELECT dedup_rows_arrow(NULL, NULL)").fetchone()
 
 
+def test_pages_kept_apart_are_named_by_the_parameters_that_tell_them_apart(spark, tmp_path):
+    """Phase 6's note of pages kept apart names, in the shards as in one
+    database, only the dropped parameters whose values differ between the
+    group's pages (hand-checked: `id` and `x`, not `start` or `p`, which
+    every page has alike), each once, the group's pages in two shards."""
+    from sqlite_dedup import spark as dedup_spark
+    from incremental_state import own_text
+    whole = str(tmp_path / "whole.db")
+    conn = sqlite3.connect(whole)
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT, crawled TEXT)")
+    rows = [(f"https://a.example/r?id={i}&start=0", own_text(i), "2026-01-01") for i in range(4)]
+    rows += [("https://a.example/r?id=1&start=10", own_text(1), "2026-01-01"),  # an exact copy: phase 3
+             ("https://a.example/s?x=1&x=2&p", own_text(20), "2026-01-01"),
+             ("https://a.example/s?x=1&x=3&p", own_text(21), "2026-01-01")]
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    shards = split(whole, tmp_path, [0.4])
+    dedup_spark.run(spark, shards, {})
+    whole_run(whole, {})
+
+    def notes(paths):
+        out = {}
+        for path in paths:
+            c = sqlite3.connect(path)
+            out.update(c.execute("SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'kept apart'"))
+            c.close()
+        return out
+    expected = notes([whole])
+    assert sorted(expected) == [1, 2, 3, 4, 6, 7]
+    assert "without parameter `id`:" in expected[1] and "without parameter `x`:" in expected[6]
+    assert notes(shards) == expected
+    assert state(shards) == state([whole])
+
+
 def test_a_shard_given_twice_by_any_path_is_refused_before_anything_changes(package, tmp_path):
     """`spark run a.db b.db a.db` (or a.db by a link, or a byte-identical
     copy) would remove every page of a.db as a duplicate of its copy."""

@@ -71,14 +71,32 @@ def domain_phase(survivors, n_min):
 def kept_apart(survivors):
     """Phase 6's pages kept apart: survivors that share a canonical URL
     (phase 2 kept them apart by their strict URLs) keep their strict URL;
-    with the note explain shows (as sql/06_removals.sql words it)."""
+    with the note explain shows (as sql/06_removals.sql words it), naming
+    the parameters that tell the group's pages apart as
+    `dedup_differing_params` does: of those a page's canonical URL dropped
+    (`extra_params`, `name=value` joined by `&`), each whose values (sorted,
+    per page) are not the same on every page of the group, a page without
+    it counting as one more value."""
     from pyspark.sql import functions as F
     apart = survivors.where("strict_url IS NOT NULL AND canonical_url IS NOT NULL")
-    groups = (apart.groupBy("canonical_url")
-              .agg(F.count("*").alias("pages"),
-                   F.array_join(F.array_sort(F.array_distinct(F.collect_list(
-                       F.when(F.col("extra_params") != "", F.col("extra_params"))))), ",").alias("params"))
-              .where("pages > 1"))
+    sizes = apart.groupBy("canonical_url").agg(F.count("*").alias("pages")).where("pages > 1")
+    pairs = (apart.join(sizes, "canonical_url")
+             .where("extra_params != ''")
+             .select("canonical_url", "pages", "shard", "rid",
+                     F.explode(F.split("extra_params", "&")).alias("pair"))
+             .select("canonical_url", "pages", "shard", "rid",
+                     F.substring_index("pair", "=", 1).alias("name"),
+                     F.expr("substr(pair, length(substring_index(pair, '=', 1)) + 2)").alias("value")))
+    # One value list per page and name; a name differs when two pages'
+    # lists differ or some page lacks it.
+    per_page = (pairs.groupBy("canonical_url", "pages", "shard", "rid", "name")
+                .agg(F.array_sort(F.collect_list("value")).alias("values")))
+    differing = (per_page.groupBy("canonical_url", "pages", "name")
+                 .agg(F.count("*").alias("having"), F.countDistinct("values").alias("lists"))
+                 .where("lists > 1 OR having < pages"))
+    groups = (sizes.join(differing.groupBy("canonical_url").agg(
+                  F.array_join(F.array_sort(F.collect_list("name")), ",").alias("params")), "canonical_url", "left")
+              .select("canonical_url", "pages", F.coalesce(F.col("params"), F.lit("")).alias("params")))
     params = F.when(F.col("params") == "", F.lit("?")).otherwise(F.col("params"))
     note = F.concat(
         F.lit("kept apart from "), (F.col("pages") - 1).cast("string"),

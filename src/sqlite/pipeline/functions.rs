@@ -209,8 +209,9 @@ pub fn register(db: &Connection) -> Result<()> {
             restore::restore,
         )?)
     })?;
-    // The query parameters of a strict URL that its canonical URL dropped
-    // (phase 6's report of pages kept apart), comma-separated, each once.
+    // The query parameters of a strict URL that its canonical URL dropped,
+    // as `name=value` joined by `&` (a run made elsewhere finds from them
+    // which parameters tell the pages kept apart in phase 6 apart).
     db.create_scalar_function("dedup_extra_params", 2, PURE, |ctx| {
         let (Some(strict), Some(canonical)) = (
             ctx.get_raw(0).as_str_or_null()?,
@@ -218,8 +219,11 @@ pub fn register(db: &Connection) -> Result<()> {
         ) else {
             return Ok(None);
         };
-        let extra = crate::core::url::dropped_param_names(strict, canonical);
-        Ok(Some(extra.join(",")))
+        let extra: Vec<String> = crate::core::url::dropped_params(strict, canonical)
+            .into_iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        Ok(Some(extra.join("&")))
     })?;
     db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
         // Phase 1 calls it once a row: its progress.
