@@ -58,6 +58,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_restore",
             "dedup_rows_arrow",
             "dedup_run",
+            "dedup_similar",
             "dedup_sort_key",
             "dedup_version",
             "dupe_probability",

@@ -9,7 +9,7 @@ sqlite3 module or apsw) and run, restore or explain the dedup pipeline.
 import json
 import os
 
-__all__ = ["loadable_path", "load", "run", "restore", "explain", "stats", "ExtensionLoadError"]
+__all__ = ["loadable_path", "load", "run", "restore", "explain", "similar", "dedup", "stats", "ExtensionLoadError"]
 __version__ = "0.2.0"
 
 
@@ -18,44 +18,11 @@ class DedupError(ValueError):
     hand edit), named with its table, column and run."""
 
 
-class ExtensionLoadError(RuntimeError):
-    """The connection cannot load SQLite extensions, or the extension's
-    library is not beside the package."""
+from ._loader import ExtensionLoadError, load, loadable_path  # noqa: E402 (the package's API)
+from ._pages import dedup  # noqa: E402
+from ._sql import quoted as _quoted  # noqa: E402
 
 
-def loadable_path():
-    """The path to pass to `load_extension` (without the `.so` suffix, which
-    SQLite adds)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "dedup0")
-
-
-def load(conn):
-    """Loads the extension into `conn`, a `sqlite3.Connection` or an
-    `apsw.Connection`."""
-    enable = getattr(conn, "enable_load_extension", None)
-    if enable is None:
-        raise ExtensionLoadError(
-            "this Python's sqlite3 module cannot load extensions (it was built without "
-            "SQLITE_ENABLE_LOAD_EXTENSION, as pyenv and python.org macOS builds are). Use an interpreter "
-            "that can (Debian/Ubuntu's /usr/bin/python3), or `pip install apsw` and pass an apsw.Connection.")
-    if not any(os.path.isfile(loadable_path() + suffix) for suffix in (".so", ".dylib", ".dll")):
-        raise ExtensionLoadError(
-            f"the extension's library is not installed: no {loadable_path()}.so. Install the package from "
-            "its wheel, which carries it; in a source checkout, copy target/release/libdedup.so there "
-            "as dedup0.so after `cargo build --release --features loadable_extension`.")
-    enable(True)
-    try:
-        conn.load_extension(loadable_path())
-    finally:
-        try:
-            enable(False)
-        except Exception:  # apsw keeps it enabled; nothing to undo
-            pass
-
-
-def _quoted(name):
-    """`name` as an SQL identifier (double quotes, inner ones doubled)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _lend_busy_timeout(conn, ms):
@@ -158,6 +125,30 @@ def plan(conn, examples=3, **settings):
                                  "survivor_url": survivor_url})
     top = {phase: sorted(per.items(), key=lambda kv: (-kv[1], kv[0] or ""))[:10] for phase, per in domains.items()}
     return {"report": text, "removed": removed, "domains": top, "examples": shown}
+
+
+def similar(conn, text, url=None, page=None, **settings):
+    """The stored rows that decide a fetched page's fate in the next run,
+    before it is stored (`dedup_similar`): a list of dicts with rowid, url,
+    phase, reason, ratio and survivor ("kept": the stored row survives and
+    the page would be removed; "new": the page would remove it; None: a
+    rule removes the page, rowid None). `page` is a dict of the page's other
+    columns (title, datetime, crawled, ...; crawled is now when not given);
+    settings go on top of the last run's. Changes nothing. Needs a run's
+    incremental index (run once first). Loads the extension first when the
+    connection has not (`load`)."""
+    _loaded(conn, "similar")
+    if not isinstance(text, str):
+        raise TypeError(f"similar: text must be a str, got {type(text).__name__} {text!r:.60}")
+    if url is not None and not isinstance(url, str):
+        raise TypeError(f"similar: url must be a str or None, got {type(url).__name__} {url!r:.60}")
+    if page is not None and not isinstance(page, dict):
+        raise TypeError(f"similar: page must be a dict of the page's columns, got {type(page).__name__}")
+    with _BusyTimeoutFor(conn, settings):
+        found = _one(conn, "SELECT dedup_similar(?, ?, ?, ?)",
+                     (text, url, json.dumps(settings) if settings else None,
+                      json.dumps(page, default=str) if page else None))
+    return json.loads(found)
 
 
 def restore(conn):

@@ -10,7 +10,7 @@ import hashlib
 import html
 import json
 
-from sqlite_dedup import _quoted
+from sqlite_dedup._sql import quoted as _quoted
 
 # Removed pages shown (the latest first); the counts and charts cover all.
 SHOWN = 2000

@@ -7,7 +7,7 @@ use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
-use super::run::{apply, kept_apart, plan, progress, report, restore};
+use super::run::{apply, kept_apart, plan, progress, report, restore, similar};
 use super::tables::schema;
 use super::{external as rows_arrow, scripts};
 use crate::sqlite::pipeline::error::DedupError;
@@ -59,6 +59,7 @@ pub fn register(db: &Connection) -> Result<()> {
     index_functions::register(db)?;
     index_bands::register(db)?;
     kept_apart::register(db)?;
+    similar::register(db)?;
     rows_arrow::register(db)?;
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;

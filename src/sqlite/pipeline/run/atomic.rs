@@ -38,6 +38,40 @@ pub fn atomically<T>(
     function: &str,
     work: impl FnOnce(&Connection) -> Result<T, DedupError>,
 ) -> Result<T, DedupError> {
+    guarded(db, lock, End::Keep, busy_timeout_ms, function, work)
+}
+
+/// Runs `work` as [`atomically`] does with [`Lock::Write`], then takes
+/// back everything it wrote, whether it succeeded or not: what a call
+/// that asks "what would happen if" does (`dedup_similar` adds the page,
+/// plans the run and reads the plan). Its value is returned only once
+/// the database is as before.
+pub fn tentatively<T>(
+    db: &Connection,
+    busy_timeout_ms: i64,
+    function: &str,
+    work: impl FnOnce(&Connection) -> Result<T, DedupError>,
+) -> Result<T, DedupError> {
+    guarded(db, Lock::Write, End::Undo, busy_timeout_ms, function, work)
+}
+
+/// What becomes of the work's changes when it succeeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Committed (or released into the caller's transaction).
+    Keep,
+    /// Rolled back.
+    Undo,
+}
+
+fn guarded<T>(
+    db: &Connection,
+    lock: Lock,
+    end: End,
+    busy_timeout_ms: i64,
+    function: &str,
+    work: impl FnOnce(&Connection) -> Result<T, DedupError>,
+) -> Result<T, DedupError> {
     let running = busy_statements(db);
     if running > 1 {
         return Err(DedupError::new(format!(
@@ -70,7 +104,7 @@ pub fn atomically<T>(
         );
     }
     let previous_sorters = lend_sorter_threads(db);
-    let result = in_transaction(db, lock, budget, function, work);
+    let result = in_transaction(db, lock, end, budget, function, work);
     // Safety: as above; this also uninstalls `on_busy`. The handle is this
     // connection's, on its own thread.
     unsafe {
@@ -130,6 +164,7 @@ extern "C" fn on_busy(state: *mut std::ffi::c_void, _count: std::ffi::c_int) -> 
 fn in_transaction<T>(
     db: &Connection,
     lock: Lock,
+    end: End,
     budget_ms: i64,
     function: &str,
     work: impl FnOnce(&Connection) -> Result<T, DedupError>,
@@ -162,6 +197,18 @@ fn in_transaction<T>(
         )))
     });
     match outcome {
+        Ok(value) if end == End::Undo => match roll_back(db, owned, &breaker) {
+            RolledBack::Done => Ok(value),
+            RolledBack::Whole => Err(DedupError::new(format!(
+                "{function}: the transaction {function} ran inside was rolled back as a whole \
+                 (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
+                 in it before {function} are undone too"
+            ))),
+            RolledBack::StillOpen => Err(still_open(
+                function,
+                format!("{function}: could not take back what it tried"),
+            )),
+        },
         Ok(value) => {
             let end = if owned {
                 "COMMIT".to_string()
@@ -292,6 +339,32 @@ fn undone(
     function: &str,
     message: String,
 ) -> DedupError {
+    match roll_back(db, owned, breaker) {
+        RolledBack::Done => DedupError::new(message),
+        RolledBack::Whole => DedupError::new(format!(
+            "{message}; but the transaction {function} ran inside was rolled back as a whole \
+             (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
+             in it before {function} are undone too, and nothing of the run was kept"
+        )),
+        RolledBack::StillOpen => still_open(function, message),
+    }
+}
+
+/// What rolling the work back left.
+enum RolledBack {
+    /// The work's changes are undone, the caller's own kept.
+    Done,
+    /// SQLite rolled back the caller's whole transaction (inside one).
+    Whole,
+    /// Neither ROLLBACK nor the breaker could end the transaction.
+    StillOpen,
+}
+
+/// Undoes the work: its own transaction rolled back, or its savepoint
+/// inside the caller's (SQLite may already have rolled the whole
+/// transaction back itself, after a full disk, an I/O error, or an
+/// interrupted write).
+fn roll_back(db: &Connection, owned: bool, breaker: &Breaker) -> RolledBack {
     if owned {
         if !db.is_autocommit() {
             let _ = db.execute_batch("ROLLBACK");
@@ -299,28 +372,26 @@ fn undone(
         if !db.is_autocommit() {
             breaker.step(db);
         }
-        if db.is_autocommit() {
-            return DedupError::new(message);
-        }
-        return still_open(function, message);
+        return if db.is_autocommit() {
+            RolledBack::Done
+        } else {
+            RolledBack::StillOpen
+        };
     }
     if !db.is_autocommit() {
         let undo = format!("ROLLBACK TO {SAVEPOINT}; RELEASE {SAVEPOINT}");
         if db.execute_batch(&undo).is_ok() {
-            return DedupError::new(message);
+            return RolledBack::Done;
         }
         // The savepoint cannot be reached: end the whole transaction rather
         // than leave part of a run in it for the caller to commit.
         breaker.step(db);
     }
     if db.is_autocommit() {
-        return DedupError::new(format!(
-            "{message}; but the transaction {function} ran inside was rolled back as a whole \
-             (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
-             in it before {function} are undone too, and nothing of the run was kept"
-        ));
+        RolledBack::Whole
+    } else {
+        RolledBack::StillOpen
     }
-    still_open(function, message)
 }
 
 /// The error when neither ROLLBACK nor the breaker could end the

@@ -12,3 +12,4 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod restore;
+pub mod similar;

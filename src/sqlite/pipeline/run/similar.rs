@@ -1,0 +1,262 @@
+//! `dedup_similar(text [, url [, settings [, page]]])`: the stored rows that
+//! decide a fetched page's fate in the next run, before the page is stored
+//! (Text::DeDuper's `find_similar`, answered by the pipeline itself).
+//!
+//! The page is added to the table, the next run is planned (incremental:
+//! only the page and the rows it can meet are compared) and its plan read,
+//! then everything is taken back ([`super::atomic::tentatively`]): the
+//! answer is the next run's, with its phases, rules and election, by
+//! construction. A JSON array, one object per stored row the page meets.
+//! The call must be a statement of its own (`SELECT dedup_similar(?1,
+//! ?2)`): SQLite refuses to drop a table, as every plan does, while
+//! another statement of the connection reads or the calling statement
+//! itself does (a subquery, FROM, `json_each` around it: hence JSON, not
+//! a table-valued function):
+//!
+//! | key | what |
+//! |---|---|
+//! | `rowid` | the stored row (null: the page is removed by a rule, phase 1 or 5, no row of the table) |
+//! | `url` | its URL as the table holds it now |
+//! | `phase` | 2 (same canonical URL), 3 (same content), 4 (near duplicate), 1 or 5 (a rule) |
+//! | `reason` | the run's reason, as `dedup_removed.dedup_reason` would hold it |
+//! | `ratio` | phase 4's ratio; 1.0 in phase 3 |
+//! | `survivor` | `"kept"`: the stored row survives and the page would be removed; `"new"`: the page would remove the stored row; null for a rule |
+//!
+//! Arguments: `text`, the page's content (HTML or text, as the `content`
+//! column holds it; `parsed` when the table has no `content`); `url`; the
+//! settings as a JSON object, on top of those the incremental index was
+//! written with (the last run's; NULL or absent: those alone); `page`, a
+//! JSON object of the page's other columns (`{"title": "...", "datetime":
+//! "..."}`; the pipeline's names or the table's). A `crawled` column not
+//! given is now (`YYYY-MM-DD HH:MM:SS`, UTC): the page was just fetched.
+//!
+//! Cost: one incremental plan of a one-page batch. Errors: no index yet
+//! (run `dedup_run()` once), a connection that cannot write (the page is
+//! added inside a transaction that is always rolled back), a page the
+//! table's constraints refuse; each leaves the database as it was.
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{params_from_iter, Connection, Result};
+
+use super::atomic::tentatively;
+use super::plan;
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::incremental::index_state;
+use crate::sqlite::pipeline::settings::read::read_recorded;
+use crate::sqlite::pipeline::shown::excerpt;
+use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
+use crate::sqlite::scalars::{check_arity, describe, user_error, WRITES};
+
+const NAME: &str = "dedup_similar";
+
+/// The page as the caller gave it.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// Its content.
+    pub text: Option<String>,
+    /// Its URL.
+    pub url: Option<String>,
+    /// Its other columns, as a JSON object.
+    pub columns: Option<String>,
+}
+
+/// The stored rows the next run would weigh `page` against, and how
+/// (see the module's doc), with the database as before afterwards.
+pub fn similar(
+    db: &Connection,
+    page: &Page,
+    settings: Option<&str>,
+) -> std::result::Result<String, DedupError> {
+    let Some(recorded) = recorded_settings(db)? else {
+        return fail(format!(
+            "{NAME}: no incremental index yet, got a database no run has left one in: run SELECT dedup_run() once, then ask again"
+        ));
+    };
+    let s = read_recorded(db, NAME, &recorded, settings)?;
+    tentatively(db, s.busy_timeout, NAME, |db| {
+        let s = read_recorded(db, NAME, &recorded, settings)?;
+        let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
+        let rid = add(db, &source, page)?;
+        plan::plan(db, &s).map_err(in_a_read)?;
+        matches(db, rid)
+    })
+}
+
+/// The error of a plan refused because the calling statement reads a
+/// table (SQLite will not drop the plan's temp tables meanwhile), said so.
+fn in_a_read(e: DedupError) -> DedupError {
+    if !e.to_string().contains("database table is locked") {
+        return e;
+    }
+    DedupError::new(format!(
+        "{NAME}: must be a statement of its own with its arguments as values (SELECT dedup_similar(?1, ?2)), got a statement that also reads \
+         (a subquery, FROM, json_each, or a plan of dedup_plan() still pending on the connection): SQLite cannot plan a run while the statement \
+         that asks reads; read the page first and the answer's JSON afterwards; nothing was changed"
+    ))
+}
+
+/// The settings the index was written with, when there is one.
+fn recorded_settings(db: &Connection) -> std::result::Result<Option<String>, DedupError> {
+    if schema::object_type(db, "dedup_index_state")?.as_deref() != Some("table") {
+        return Ok(None);
+    }
+    index_state::state_value(db, "settings")
+}
+
+/// Adds the page to the table; its rowid.
+fn add(db: &Connection, source: &Source, page: &Page) -> std::result::Result<i64, DedupError> {
+    let mut columns: Vec<(String, Value)> = Vec::new();
+    let mut set = |name: String, value: Value| {
+        if !columns.iter().any(|(c, _)| c.eq_ignore_ascii_case(&name)) {
+            columns.push((name, value));
+        }
+    };
+    let text_column = source.column("content").or_else(|| source.column("parsed"));
+    if let (Some(column), Some(text)) = (text_column, &page.text) {
+        set(column, Value::Text(text.clone()));
+    }
+    if let (Some(column), Some(url)) = (source.column("url"), &page.url) {
+        set(column, Value::Text(url.clone()));
+    }
+    for (name, value) in given_columns(db, source, page.columns.as_deref())? {
+        set(name, value);
+    }
+    if let Some(column) = source.column("crawled") {
+        let now: String = db.query_row("SELECT strftime('%Y-%m-%d %H:%M:%S', 'now')", [], |r| {
+            r.get(0)
+        })?;
+        set(column, Value::Text(now));
+    }
+    let names: Vec<String> = columns.iter().map(|(c, _)| quote_ident(c)).collect();
+    let marks: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        source.qualified(),
+        names.join(", "),
+        marks.join(", ")
+    );
+    db.execute(&sql, params_from_iter(columns.iter().map(|(_, v)| v)))
+        .map_err(|e| {
+            DedupError::new(format!(
+                "{NAME}: the table {} refuses the page ({}); nothing was changed",
+                quote_ident(&source.table),
+                DedupError::from(e)
+            ))
+        })?;
+    Ok(db.last_insert_rowid())
+}
+
+/// The `page` argument's columns, each the table's (by the pipeline's name
+/// or its own).
+fn given_columns(
+    db: &Connection,
+    source: &Source,
+    json: Option<&str>,
+) -> std::result::Result<Vec<(String, Value)>, DedupError> {
+    let Some(json) = json else {
+        return Ok(Vec::new());
+    };
+    let object: bool = db.query_row(
+        "SELECT json_valid(?1) AND json_type(?1) = 'object'",
+        [json],
+        |r| r.get(0),
+    )?;
+    if !object {
+        return fail(format!(
+            "{NAME}: page must be a JSON object of the page's columns, got {}",
+            excerpt(json)
+        ));
+    }
+    let mut stmt = db.prepare("SELECT key, value, type FROM json_each(?1)")?;
+    let pairs = stmt
+        .query_map([json], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Value>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = Vec::new();
+    for (key, value, kind) in pairs {
+        let Some(column) = source.column(&key) else {
+            return fail(format!(
+                "{NAME}: page names a column {} does not have, got '{}'",
+                quote_ident(&source.table),
+                key.replace('\'', "''")
+            ));
+        };
+        if kind == "object" || kind == "array" {
+            return fail(format!(
+                "{NAME}: page's {key} must be a text, a number or null, got a JSON {kind}"
+            ));
+        }
+        out.push((column, value));
+    }
+    Ok(out)
+}
+
+/// The plan's removals that involve the page `rid`, as a JSON array: its
+/// own (its survivor, the stored row that keeps it out), and those of the
+/// stored rows it would remove.
+fn matches(db: &Connection, rid: i64) -> std::result::Result<String, DedupError> {
+    Ok(db.query_row(
+        "SELECT json_group_array(json_object('rowid', m.rowid, 'url', m.url, 'phase', m.phase,
+                'reason', m.reason, 'ratio', m.ratio, 'survivor', m.survivor))
+         FROM (
+           SELECT r.survivor AS rowid, s.url, r.phase, r.reason,
+                  coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END) AS ratio,
+                  CASE WHEN r.survivor IS NOT NULL THEN 'kept' END AS survivor
+           FROM temp._dedup_removal AS r LEFT JOIN temp._dedup_source AS s ON s.rid = r.survivor
+           WHERE r.source_rowid = ?1
+           UNION ALL
+           SELECT r.source_rowid, g.url, r.phase, r.reason,
+                  coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END), 'new'
+           FROM temp._dedup_removal AS r JOIN temp._dedup_source AS g ON g.rid = r.source_rowid
+           WHERE r.survivor = ?1
+           ORDER BY 3, 1
+         ) AS m",
+        [rid],
+        |r| r.get(0),
+    )?)
+}
+
+/// Registers the SQL function `dedup_similar`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_scalar_function(NAME, -1, WRITES, |ctx| {
+        check_arity(ctx, NAME, 1, 4)?;
+        let arg =
+            |i: usize, what: &str| -> Result<Option<String>> {
+                if i >= ctx.len() {
+                    return Ok(None);
+                }
+                match ctx.get_raw(i) {
+                    ValueRef::Null => Ok(None),
+                    ValueRef::Text(t) => std::str::from_utf8(t)
+                        .map(|s| Some(s.to_owned()))
+                        .map_err(|_| {
+                            user_error(
+                                NAME,
+                                &format!("{what} is not valid UTF-8"),
+                                &describe(ctx.get_raw(i)),
+                            )
+                        }),
+                    other => Err(user_error(
+                        NAME,
+                        &format!("{what} must be TEXT"),
+                        &describe(other),
+                    )),
+                }
+            };
+        let page = Page {
+            text: arg(0, "text")?,
+            url: arg(1, "url")?,
+            columns: arg(3, "page")?,
+        };
+        let settings = arg(2, "settings")?;
+        // Safety: the handle is the connection running this function, used
+        // on this thread for the duration of the call.
+        let db = unsafe { ctx.get_connection()? };
+        Ok(similar(&db, &page, settings.as_deref())?)
+    })
+}
