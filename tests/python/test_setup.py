@@ -22,7 +22,7 @@ def test_tests_run_names_what_is_missing_first(tmp_path):
 # The tests' optional dependencies (tests/run requires only pytest and
 # python-Levenshtein): without each, what needs it skips, saying what to
 # install; nothing fails. (In CI, which installs them, a skip is a failure.)
-OPTIONAL = ["apsw", "pyspark", "pyarrow", "pandas", "numpy", "selenium"]
+OPTIONAL = ["apsw", "pyspark", "pyarrow", "pandas", "numpy", "selenium", "scrapy", "maybedont"]
 
 
 def test_each_module_without_its_optional_dependencies_skips_what_needs_them(tmp_path):
@@ -46,7 +46,7 @@ def test_each_module_without_its_optional_dependencies_skips_what_needs_them(tmp
                                timeout=300)
     last = collected.stdout.strip().splitlines()[-1]
     assert collected.returncode == 0 and "tests collected" in last and "error" not in last, collected.stdout[-3000:]
-    needing = ["test_spark.py", "test_review.py",
+    needing = ["test_spark.py", "test_review.py", "test_scrapy.py",
                "test_interrupts.py::test_an_interrupt_at_any_step_leaves_before_or_done",
                "test_trust.py::test_apsw_directonly_function_is_refused_from_the_database",
                "test_held_statements.py::test_apsw_closes_without_complaint"]

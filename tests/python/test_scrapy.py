@@ -1,0 +1,66 @@
+"""`sqlite_dedup.scrapy.AvoidDupContentMiddleware` in a real Scrapy crawl of
+a local site (127.0.0.1 only), against MaybeDont's own middleware on the
+same site in the same run: a forum whose URLs carry parameters that never
+change content (session ids, `start=0`, print views) and one that always
+does (thread ids), and a shop whose product pages are mostly chrome. Each URL's
+content group is known, so a skip is counted as avoided (its content was
+fetched before) or false (it was not)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import pipeline as P
+from scrapy_site import PYTHON, Site, crawl, package, score, site_rows
+
+
+def needs(module):
+    out = subprocess.run([PYTHON, "-c", f"import {module}"], capture_output=True)
+    if out.returncode:
+        message = f"needs {module} for {PYTHON} (tests/install installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def test_it_avoids_as_many_fetches_as_maybedont_with_no_more_false_skips(tmp_path):
+    needs("scrapy")
+    needs("maybedont")
+    rows = site_rows()
+    half = len(rows) // 2
+    with Site(rows) as site:
+        urls = [site.base + path for path, _, _, _ in rows]
+        whole = crawl(tmp_path, "ours", urls, str(tmp_path / "crawl.db"), "ours")
+        theirs = crawl(tmp_path, "maybedont", urls, "", "maybedont")
+        # (The same stream in two processes, one after the other, on one file.)
+        split = str(tmp_path / "split.db")
+        first = crawl(tmp_path, "ours", urls[:half], split, "first")
+        second = crawl(tmp_path, "ours", urls[half:], split, "second")
+    ours, theirs = score(rows, site.base, whole), score(rows, site.base, theirs)
+    print(json.dumps({"ours": ours, "maybedont": theirs,
+                      "cost per request, ours / MaybeDont": ours["seconds"] / theirs["seconds"]}))
+    assert ours["avoided"] >= theirs["avoided"] and ours["avoided"] > 0, (ours, theirs)
+    assert ours["false"] <= theirs["false"], (ours, theirs)
+    # (Every fetched page was stored and learned from.)
+    conn = P.connect(str(tmp_path / "crawl.db"))
+    assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == len(whole["fetched"])
+    # The model is the file's: a restart mid-crawl skips exactly what one
+    # process skips (exploration off), from the second process's first
+    # requests on, without waiting for a new initial queue.
+    assert first["skipped"] + second["skipped"] == whole["skipped"]
+    assert second["skipped"]
+
+
+def test_settings_are_checked(tmp_path):
+    needs("scrapy")
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M\n"
+            "for kw in ({'database': ''}, {'database': sys.argv[2], 'threshold': 2}, "
+            "{'database': sys.argv[2], 'initial_queue_limit': -1}):\n"
+            "    try:\n        M(**kw)\n    except ValueError as e:\n        print(e)\n")
+    out = subprocess.run([PYTHON, "-c", code, package(tmp_path), str(tmp_path / "x.db")], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == ["AVOID_DUP_CONTENT_DATABASE must name the crawl's SQLite file, got ''",
+                   "AVOID_DUP_CONTENT_THRESHOLD must be a number in [0, 1], got 2",
+                   "AVOID_DUP_CONTENT_INITIAL_QUEUE_LIMIT must be an int >= 0, got -1"]
