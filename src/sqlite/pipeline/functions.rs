@@ -52,8 +52,8 @@ fn read_settings(
     settings::read::read(db, function, json)
 }
 
-/// Registers `dedup_run`, `dedup_plan`, `dedup_apply`, `dedup_restore`,
-/// `dedup_invalid_text` and `dedup_progress`.
+/// Registers the pipeline's SQL functions: the entry points, in the order
+/// a user meets them, then the helpers the phases call.
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index_functions::register(db)?;
@@ -61,6 +61,19 @@ pub fn register(db: &Connection) -> Result<()> {
     kept_apart::register(db)?;
     similar::register(db)?;
     rows_arrow::register(db)?;
+    dedup_run(db)?;
+    dedup_plan(db)?;
+    dedup_prepare(db)?;
+    dedup_apply_plan(db)?;
+    dedup_apply(db)?;
+    dedup_restore(db)?;
+    dedup_extra_params(db)?;
+    dedup_invalid_text(db)?;
+    Ok(())
+}
+
+/// `dedup_run([settings])`: plan and apply, in one transaction.
+fn dedup_run(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_run", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_run")?;
         // Safety: the handle is the connection running this function, used
@@ -80,7 +93,12 @@ pub fn register(db: &Connection) -> Result<()> {
         });
         progress::end();
         Ok(report?)
-    })?;
+    })
+}
+
+/// `dedup_plan([settings])`: the plan and its report, nothing changed;
+/// the plan stays for `dedup_apply`.
+fn dedup_plan(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_plan", -1, WRITES, |ctx| {
         let json = settings_arg(ctx, "dedup_plan")?;
         // Safety: as above.
@@ -100,11 +118,15 @@ pub fn register(db: &Connection) -> Result<()> {
             "{}\n(planned, not applied: SELECT dedup_apply() applies it)",
             report.to_text().replacen("run ", "plan for run ", 1)
         ))
-    })?;
-    // Phase 1 only, for a run that elects elsewhere: its rows are left in
-    // the view temp._dedup_rows (see sql/external/01_rows.sql); returns
-    // the table's rows. Arguments 1 and 2 (optional, NULL: unbounded): the
-    // rowids from and below which to prepare.
+    })
+}
+
+/// `dedup_prepare([settings [, from [, below]]])`: phase 1 only, for a run
+/// that elects elsewhere: its rows are left in the view
+/// temp._dedup_rows (see sql/external/01_rows.sql); returns the table's
+/// rows. Arguments 1 and 2 (optional, NULL: unbounded): the
+/// rowids from and below which to prepare.
+fn dedup_prepare(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_prepare", -1, WRITES, |ctx| {
         check_arity(ctx, "dedup_prepare", 0, 3)?;
         let bound = |i: usize| -> Result<Option<i64>> {
@@ -144,10 +166,14 @@ pub fn register(db: &Connection) -> Result<()> {
         });
         progress::end();
         Ok(rows?)
-    })?;
-    // A run whose decisions were made elsewhere (the plan: a table named by
-    // argument 0 with the columns of plan::PLAN_COLUMNS), applied as
-    // dedup_run applies its own, in one transaction.
+    })
+}
+
+/// `dedup_apply_plan(plan [, settings])`: a run whose decisions were made
+/// elsewhere (the plan: a table named by argument 0 with the columns of
+/// plan::PLAN_COLUMNS), applied as dedup_run applies its own, in one
+/// transaction.
+fn dedup_apply_plan(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_apply_plan", -1, WRITES, |ctx| {
         check_arity(ctx, "dedup_apply_plan", 1, 2)?;
         let table = match ctx.get_raw(0) {
@@ -185,7 +211,11 @@ pub fn register(db: &Connection) -> Result<()> {
         });
         progress::end();
         Ok(report?)
-    })?;
+    })
+}
+
+/// `dedup_apply()`: applies the plan `dedup_plan` left.
+fn dedup_apply(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_apply", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
@@ -197,7 +227,11 @@ pub fn register(db: &Connection) -> Result<()> {
             "dedup_apply",
             |db| apply::apply(db).map(|r| r.to_text()),
         )?)
-    })?;
+    })
+}
+
+/// `dedup_restore()`: undoes the latest run.
+fn dedup_restore(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_restore", 0, WRITES, |ctx| {
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
@@ -209,10 +243,13 @@ pub fn register(db: &Connection) -> Result<()> {
             "dedup_restore",
             restore::restore,
         )?)
-    })?;
-    // The query parameters of a strict URL that its canonical URL dropped,
-    // as `name=value` joined by `&` (a run made elsewhere finds from them
-    // which parameters tell the pages kept apart in phase 6 apart).
+    })
+}
+
+/// `dedup_extra_params(strict, canonical)`: the query parameters of a strict URL that its canonical URL dropped,
+/// as `name=value` joined by `&` (a run made elsewhere finds from them
+/// which parameters tell the pages kept apart in phase 6 apart).
+fn dedup_extra_params(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_extra_params", 2, PURE, |ctx| {
         let (Some(strict), Some(canonical)) = (
             ctx.get_raw(0).as_str_or_null()?,
@@ -225,7 +262,12 @@ pub fn register(db: &Connection) -> Result<()> {
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
         Ok(Some(extra.join("&")))
-    })?;
+    })
+}
+
+/// `dedup_invalid_text(url, content, parsed)`: phase 1's check of a
+/// row's types.
+fn dedup_invalid_text(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
         // Phase 1 calls it once a row: its progress.
         progress::tick();
@@ -246,6 +288,5 @@ pub fn register(db: &Connection) -> Result<()> {
             }
         }
         Ok(None)
-    })?;
-    Ok(())
+    })
 }

@@ -51,23 +51,40 @@ pub fn write(
     settings_json: &str,
     kind: &RunKind,
 ) -> Result<(), DedupError> {
-    let archived_after = after.archive;
     if !kind.keep {
         return forget(db);
     }
     let incremental = kind.incremental;
-    let table = source.qualified();
-    let rowid = source.rowid;
-    let fp = fingerprint_of(source, "g");
-    let rewritten_after = after.rewritten;
     let mut step = std::time::Instant::now();
     super::index_bands::collect(db, incremental)?;
-    let bands = super::index_bands::column(incremental, rowid);
+    let bands = super::index_bands::column(incremental, source.rowid);
     lap("index: band keys", &mut step);
-    // 1. Phase 1's values of the rows this run rewrote, as they now are
-    //    (the old ones kept in _dedup_before). Nothing looks rows up by
-    //    URL from here on: the URL index of _dedup_prepared goes first, so
-    //    that the rows deleted and written again here do not update it.
+    rewritten_rows(db, run, after.rewritten, &mut step)?;
+    new_rows(db, source, &bands, incremental, &mut step)?;
+    super::index_bands::write(db, incremental)?;
+    lap("index: band keys written", &mut step);
+    if incremental {
+        update_order(db, source, run, after.archive, &mut step)?;
+        update_rows(db, &mut step)?;
+    } else {
+        write_order_whole(db, &mut step)?;
+        write_rows_whole(db, &mut step)?;
+    }
+    lap("index: keys", &mut step);
+    record(db, source, run, settings_json, &mut step)
+}
+
+/// Step 1: phase 1's values of the rows this run rewrote, as they now are (the
+/// old ones kept in `_dedup_before`).
+fn rewritten_rows(
+    db: &Connection,
+    run: i64,
+    rewritten_after: i64,
+    step: &mut std::time::Instant,
+) -> Result<(), DedupError> {
+    // (Nothing looks rows up by URL from here on: the URL index of
+    // _dedup_prepared goes first, so that the rows deleted and written
+    // again here do not update it.)
     db.execute_batch(&format!(
         "DROP INDEX IF EXISTS temp._dedup_prepared_url;
          DROP TABLE IF EXISTS temp._dedup_before;
@@ -83,15 +100,30 @@ pub fn write(
          WHERE rid IN (SELECT source_rowid FROM temp._dedup_before
                        WHERE source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_url_only));"
     ))?;
-    lap("index: rewritten rows", &mut step);
+    lap("index: rewritten rows", step);
     // (Rows whose rewrite filled a text column: phase 1 whole; the others'
     // texts are as they were: their URLs' functions only.)
     db.execute_batch(scripts::prepare_rows_sql())?;
     db.execute_batch(scripts::REWRITTEN_URLS)?;
     db.execute_batch("DROP TABLE temp._dedup_url_only;")?;
-    lap("index: rewritten rows prepared", &mut step);
-    // 2. The rows to (re)write. A rewritten row whose phase-1 values
-    //    changed, or that a run would rewrite again, is unsettled (fp 0).
+    lap("index: rewritten rows prepared", step);
+    Ok(())
+}
+
+/// Step 2: the rows to (re)write, into `temp._dedup_index_new`: every row of a
+/// full run; the dirty and rewritten rows of an incremental one.
+fn new_rows(
+    db: &Connection,
+    source: &Source,
+    bands: &str,
+    incremental: bool,
+    step: &mut std::time::Instant,
+) -> Result<(), DedupError> {
+    let table = source.qualified();
+    let rowid = source.rowid;
+    let fp = fingerprint_of(source, "g");
+    // (A rewritten row whose phase-1 values changed, or that a run would
+    // rewrite again, is unsettled: fp 0.)
     let pending = crate::sqlite::pipeline::tables::rewrites::pending_besides_url(source);
     // (tlen: the length of the text phase 4 compares, when it is known
     // without reading it again.)
@@ -161,145 +193,183 @@ pub fn write(
          {last}
          {which};"
     ))?;
-    lap("index: rows", &mut step);
-    // 3. The scan order: this run's rows kept with text, and placeholders
-    //    (a full run's, and the rows removed now in phases 4-5 that the next
-    //    run's placeholders take, as sql/04_placeholders.sql chooses them
-    //    from the archive: a valid text, parsed or filled from content, and
-    //    a canonical URL). A full run prepared every row it removes, so
-    //    their phase-1 values say it without reading the archive (whose
-    //    rows of the run, all of them, a scan would read whole): no skip
-    //    reason, and a text filled (fill_parsed) or a parsed one not empty
-    //    (has_text without a fill). An incremental run reads the few rows
-    //    it archived, since the settled ones it removes were not prepared.
-    let placeholders_prepared = "SELECT p.canonical_url, x.source_rowid, 1, NULL
+    lap("index: rows", step);
+    Ok(())
+}
+
+/// The scan order's placeholders, for a full run: the rows it removes in
+/// phases 4-5 that the next run's placeholders take, as
+/// sql/04_placeholders.sql chooses them from the archive (a valid text,
+/// parsed or filled from content, and a canonical URL). A full run
+/// prepared every row it removes, so their phase-1 values say it without
+/// reading the archive (whose rows of the run, all of them, a scan would
+/// read whole): no skip reason, and a text filled (fill_parsed) or a
+/// parsed one not empty (has_text without a fill). An incremental run
+/// reads the few rows it archived instead ([`update_order`]), since the
+/// settled ones it removes were not prepared.
+const PLACEHOLDERS_PREPARED: &str = "SELECT p.canonical_url, x.source_rowid, 1, NULL
          FROM temp._dedup_removal AS x
          JOIN temp._dedup_prepared AS p ON p.source_rowid = x.source_rowid
          CROSS JOIN temp._dedup_run AS r
          WHERE x.phase IN (4, 5) AND r.threshold < 1.0
            AND p.skip_reason IS NULL AND (p.fill_parsed IS NOT NULL OR p.has_text)
            AND p.canonical_url IS NOT NULL";
-    super::index_bands::write(db, incremental)?;
-    lap("index: band keys written", &mut step);
-    if incremental {
-        // (The rows that left the order, deleted one by one by its key:
-        // as one statement SQLite scans the whole order.)
-        let left: Vec<(String, i64)> = db
-            .prepare(
-                "SELECT url, id FROM temp._dedup_ghosts
-                 UNION ALL
-                 SELECT x.pos_url, x.rid FROM main.dedup_index AS x
-                 WHERE x.rid IN (SELECT source_rowid FROM temp._dedup_removal) AND x.pos_url IS NOT NULL",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut delete = db.prepare(
-            "DELETE FROM main.dedup_index_order WHERE url = ?1 AND id = ?2 AND placeholder = 0",
-        )?;
-        for (url, id) in left {
-            delete.execute(rusqlite::params![url, id])?;
-        }
-        lap("index: order's deletes", &mut step);
-        // (The rows rewritten now keep their places; their lengths are
-        // brought up to date.)
-        db.execute_batch(
-            "INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT i.url, i.id, 0, n.tlen FROM temp._dedup_near_input AS i
-             LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
-             WHERE i.own = 1 AND i.settled IS NULL
-               AND i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
-             UPDATE main.dedup_index_order
-             SET tlen = (SELECT n.tlen FROM temp._dedup_index_new AS n WHERE n.rid = dedup_index_order.id)
-             WHERE placeholder = 0
-               AND (url, id) IN (SELECT n.pos_url, n.rid FROM temp._dedup_index_new AS n
-                                 WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
-        )?;
-        lap("index: order's new rows", &mut step);
-        let archive =
-            crate::sqlite::pipeline::tables::schema::archive_view_body(db, source, Some(run))?;
-        let placeholders = format!(
-            "INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
-             FROM ({archive}) AS a
-             LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
-             LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
-             CROSS JOIN temp._dedup_run AS r
-             WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
-               AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
-               AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
-               AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
-        );
-        db.execute_batch(&placeholders)?;
-        lap("index: order's placeholders", &mut step);
-        let deleted = db.execute(
-            "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)",
-            [],
-        )? + db.execute(
-            "DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal)",
-            [],
-        )?;
-        lap("index: deletes", &mut step);
-        // (The rows written again with other keys leave their old entries
-        // behind, as the rows deleted do: see super::index_keys.)
-        // (And the rows written that the index holds: the count of its
-        // rows, kept in the state, is brought up to date.)
-        let (written, kept, rekeyed): (i64, i64, i64) = db.query_row(
-            "SELECT count(*), count(x.rid),
-                    count(CASE WHEN x.rid IS NOT NULL
-                               AND (x.url_key IS NOT n.url_key OR x.hash_key IS NOT n.hash_key) THEN 1 END)
-             FROM temp._dedup_index_new AS n LEFT JOIN main.dedup_index AS x ON x.rid = n.rid",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
-        let rows = super::index_state::kept_rows(db)? - deleted as i64 + written - kept;
-        db.execute_batch(
-            "INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;",
-        )?;
-        lap("index: written", &mut step);
-        super::index_state::set_kept_rows(db, rows)?;
-        super::index_keys::write(db, true, deleted as i64 + rekeyed)?;
-    } else {
-        let n_min: i64 = db.query_row("SELECT n_min FROM temp._dedup_run", [], |r| r.get(0))?;
-        let drop: String = INDEX_KEYS
-            .iter()
-            .chain([&DOMAIN_KEY])
-            .map(|(name, _)| format!("DROP INDEX IF EXISTS main.{name};"))
-            .collect();
-        let create: String = INDEX_KEYS
-            .iter()
-            .chain((n_min > 0).then_some(&DOMAIN_KEY))
-            .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index {on};"))
-            .collect();
-        // (The order written whole in its key's order: appended, its
-        // pages filled, rather than the placeholders inserted between.)
-        db.execute_batch(&format!(
-            "DELETE FROM main.dedup_index_order;
-             INSERT OR IGNORE INTO main.dedup_index_order
-             SELECT url, id, placeholder, tlen FROM (
-               SELECT i.url AS url, i.id AS id, 1 - i.own AS placeholder,
-                      CASE WHEN i.own = 1 THEN n.tlen END AS tlen
-               FROM temp._dedup_near_input AS i
-               LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
-               WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal)
-               UNION ALL
-               {placeholders_prepared}
-             ) ORDER BY url, id, placeholder;"
-        ))?;
-        lap("index: order written", &mut step);
-        db.execute_batch(&format!(
-            "{drop}
-             DELETE FROM main.dedup_index;"
-        ))?;
-        let rows = db.execute(
-            "INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new",
-            [],
-        )?;
-        db.execute_batch(&create)?;
-        lap("index: written", &mut step);
-        super::index_state::set_kept_rows(db, rows as i64)?;
-        super::index_keys::write(db, false, 0)?;
+
+/// Step 3, incremental: the scan order (this run's rows kept with text, and
+/// placeholders): the rows that left it deleted, the new ones and
+/// the placeholders of the rows removed now inserted.
+fn update_order(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+    archived_after: i64,
+    step: &mut std::time::Instant,
+) -> Result<(), DedupError> {
+    // (The rows that left the order, deleted one by one by its key:
+    // as one statement SQLite scans the whole order.)
+    let left: Vec<(String, i64)> = db
+        .prepare(
+            "SELECT url, id FROM temp._dedup_ghosts
+             UNION ALL
+             SELECT x.pos_url, x.rid FROM main.dedup_index AS x
+             WHERE x.rid IN (SELECT source_rowid FROM temp._dedup_removal) AND x.pos_url IS NOT NULL",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut delete = db.prepare(
+        "DELETE FROM main.dedup_index_order WHERE url = ?1 AND id = ?2 AND placeholder = 0",
+    )?;
+    for (url, id) in left {
+        delete.execute(rusqlite::params![url, id])?;
     }
-    lap("index: keys", &mut step);
+    lap("index: order's deletes", step);
+    // (The rows rewritten now keep their places; their lengths are
+    // brought up to date.)
+    db.execute_batch(
+        "INSERT OR IGNORE INTO main.dedup_index_order
+         SELECT i.url, i.id, 0, n.tlen FROM temp._dedup_near_input AS i
+         LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
+         WHERE i.own = 1 AND i.settled IS NULL
+           AND i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal);
+         UPDATE main.dedup_index_order
+         SET tlen = (SELECT n.tlen FROM temp._dedup_index_new AS n WHERE n.rid = dedup_index_order.id)
+         WHERE placeholder = 0
+           AND (url, id) IN (SELECT n.pos_url, n.rid FROM temp._dedup_index_new AS n
+                             WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
+    )?;
+    lap("index: order's new rows", step);
+    let archive =
+        crate::sqlite::pipeline::tables::schema::archive_view_body(db, source, Some(run))?;
+    let placeholders = format!(
+        "INSERT OR IGNORE INTO main.dedup_index_order
+         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
+         FROM ({archive}) AS a
+         LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
+         LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
+         CROSS JOIN temp._dedup_run AS r
+         WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
+           AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
+           AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
+           AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
+    );
+    db.execute_batch(&placeholders)?;
+    lap("index: order's placeholders", step);
+    Ok(())
+}
+
+/// Step 4, incremental: the rows that left deleted, those written replaced, the
+/// count of rows and the keys brought up to date.
+fn update_rows(db: &Connection, step: &mut std::time::Instant) -> Result<(), DedupError> {
+    let deleted = db.execute(
+        "DELETE FROM main.dedup_index WHERE rid IN (SELECT rid FROM temp._dedup_gone)",
+        [],
+    )? + db.execute(
+        "DELETE FROM main.dedup_index WHERE rid IN (SELECT source_rowid FROM temp._dedup_removal)",
+        [],
+    )?;
+    lap("index: deletes", step);
+    // (The rows written again with other keys leave their old entries
+    // behind, as the rows deleted do: see super::index_keys.)
+    // (And the rows written that the index holds: the count of its
+    // rows, kept in the state, is brought up to date.)
+    let (written, kept, rekeyed): (i64, i64, i64) = db.query_row(
+        "SELECT count(*), count(x.rid),
+                count(CASE WHEN x.rid IS NOT NULL
+                           AND (x.url_key IS NOT n.url_key OR x.hash_key IS NOT n.hash_key) THEN 1 END)
+         FROM temp._dedup_index_new AS n LEFT JOIN main.dedup_index AS x ON x.rid = n.rid",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let rows = super::index_state::kept_rows(db)? - deleted as i64 + written - kept;
+    db.execute_batch(
+        "INSERT OR REPLACE INTO main.dedup_index SELECT * FROM temp._dedup_index_new;",
+    )?;
+    lap("index: written", step);
+    super::index_state::set_kept_rows(db, rows)?;
+    super::index_keys::write(db, true, deleted as i64 + rekeyed)?;
+    Ok(())
+}
+
+/// Step 3, full: the scan order (this run's rows kept with text, and
+/// placeholders) written whole, in its key's order.
+fn write_order_whole(db: &Connection, step: &mut std::time::Instant) -> Result<(), DedupError> {
+    // (The order written whole in its key's order: appended, its
+    // pages filled, rather than the placeholders inserted between.)
+    db.execute_batch(&format!(
+        "DELETE FROM main.dedup_index_order;
+         INSERT OR IGNORE INTO main.dedup_index_order
+         SELECT url, id, placeholder, tlen FROM (
+           SELECT i.url AS url, i.id AS id, 1 - i.own AS placeholder,
+                  CASE WHEN i.own = 1 THEN n.tlen END AS tlen
+           FROM temp._dedup_near_input AS i
+           LEFT JOIN temp._dedup_index_new AS n ON n.rid = i.id
+           WHERE i.own = 0 OR i.id NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+           UNION ALL
+           {PLACEHOLDERS_PREPARED}
+         ) ORDER BY url, id, placeholder;"
+    ))?;
+    lap("index: order written", step);
+    Ok(())
+}
+
+/// Step 4, full: the rows written whole, their indexes dropped before and made
+/// again after (the domain's only with `n_min`).
+fn write_rows_whole(db: &Connection, step: &mut std::time::Instant) -> Result<(), DedupError> {
+    let n_min: i64 = db.query_row("SELECT n_min FROM temp._dedup_run", [], |r| r.get(0))?;
+    let drop: String = INDEX_KEYS
+        .iter()
+        .chain([&DOMAIN_KEY])
+        .map(|(name, _)| format!("DROP INDEX IF EXISTS main.{name};"))
+        .collect();
+    let create: String = INDEX_KEYS
+        .iter()
+        .chain((n_min > 0).then_some(&DOMAIN_KEY))
+        .map(|(name, on)| format!("CREATE INDEX main.{name} ON dedup_index {on};"))
+        .collect();
+    db.execute_batch(&format!(
+        "{drop}
+         DELETE FROM main.dedup_index;"
+    ))?;
+    let rows = db.execute(
+        "INSERT INTO main.dedup_index SELECT * FROM temp._dedup_index_new",
+        [],
+    )?;
+    db.execute_batch(&create)?;
+    lap("index: written", step);
+    super::index_state::set_kept_rows(db, rows as i64)?;
+    super::index_keys::write(db, false, 0)?;
+    Ok(())
+}
+
+/// Step 5: the state the next run checks (the run, the version, the settings),
+/// and the change log started anew.
+fn record(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+    settings_json: &str,
+    step: &mut std::time::Instant,
+) -> Result<(), DedupError> {
     db.execute(
         "INSERT OR REPLACE INTO main.dedup_index_state (key, value)
          VALUES ('run', ?1), ('version', ?2), ('settings', ?3)",
@@ -309,7 +379,7 @@ pub fn write(
     // of the last run was logged, so dirty now, and written again.)
     super::changes::track(db, source, "temp._dedup_index_new")?;
     db.execute_batch("DROP TABLE temp._dedup_index_new;")?;
-    lap("index: change log", &mut step);
+    lap("index: change log", step);
     Ok(())
 }
 
