@@ -200,6 +200,13 @@ def main(argv=None):
     report = sub.add_parser("report", help="a review page of what the runs removed, as one HTML file")
     report.add_argument("db")
     report.add_argument("-o", "--output", default="report.html", help="the file to write (default report.html)")
+    similar = sub.add_parser("similar", help="what the next run would do with a page, before it is stored "
+                                             "(dedup_similar; changes nothing)")
+    similar.add_argument("db")
+    similar.add_argument("url", help="the page's URL")
+    similar.add_argument("file", nargs="?", default="-", help="the page's content (HTML or text; default: stdin)")
+    similar.add_argument("--title", help="the page's title")
+    similar.add_argument("--json", action="store_true", help="print the answer as JSON")
     sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
     problem = database_problem(args.db)
@@ -291,6 +298,29 @@ def main(argv=None):
                       file=sys.stderr)
                 return 1
             print(f"wrote {args.output}")
+        elif args.command == "similar":
+            try:
+                if args.file == "-":
+                    text = sys.stdin.read()
+                else:
+                    with open(args.file, encoding="utf-8") as f:
+                        text = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                print(f"sqlite-dedup: cannot read the page from {args.file!r}: {e}", file=sys.stderr)
+                return 1
+            found = sqlite_dedup.similar(conn, text, args.url, page={"title": args.title} if args.title else None)
+            if args.json:
+                print(json.dumps(found, indent=1))
+            elif not found:
+                print("new: no stored page decides its fate")
+            for m in found:
+                ratio = f" (ratio {m['ratio']:.4f})" if m["ratio"] is not None else ""
+                if m["survivor"] == "kept":
+                    print(f"removed by rowid {m['rowid']} ({m['url']}), phase {m['phase']}: {m['reason']}{ratio}")
+                elif m["survivor"] == "new":
+                    print(f"would remove rowid {m['rowid']} ({m['url']}), phase {m['phase']}: {m['reason']}{ratio}")
+                else:
+                    print(f"removed in phase {m['phase']}: {m['reason']}")
         elif args.command == "stats":
             runs = sqlite_dedup.stats(conn)
             if not runs:

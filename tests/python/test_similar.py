@@ -155,3 +155,34 @@ def test_a_read_only_connection_is_told_so(tmp_path):
     ro.load_extension(P.EXTENSION)
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         ro.execute("SELECT dedup_similar('t', 'https://a.example/')").fetchone()
+
+
+def test_the_command_says_it_in_words(tmp_path):
+    import os
+    import subprocess
+    import sys
+    db, conn, pool = demo_part(tmp_path, random.Random(10), 300)
+    conn.execute("SELECT dedup_run()").fetchone()
+    url, title, content = conn.execute(
+        "SELECT url, title, content FROM pages WHERE length(content) > 200 AND datetime IS NOT NULL "
+        "ORDER BY rowid LIMIT 1").fetchone()
+    rowid = conn.execute("SELECT rowid FROM pages WHERE url = ?", (url,)).fetchone()[0]
+    conn.close()
+    pkg = tmp_path / "pkg" / "sqlite_dedup"
+    import shutil
+    shutil.copytree(os.path.join(P.ROOT, "python", "sqlite_dedup"), pkg)
+    shutil.copy(P.EXTENSION + ".so", pkg / "dedup0.so")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "pkg"))
+    run = [os.environ.get("DEDUP_PYTHON", "/usr/bin/python3"), "-m", "sqlite_dedup", "similar", db]
+    # (A re-crawl of the same URL without a date: the stored row, which
+    # has one, wins phase 2's election, whose first key is the date.)
+    out = subprocess.run(run + [url + "#top", "--title", title], input=content + " More.", capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"removed by rowid {rowid} ({url}), phase 2: same canonical URL\n", out.stdout
+    out = subprocess.run(run + ["https://new.example/x"], input="Nothing like it anywhere.", capture_output=True,
+                         text=True, env=env)
+    assert out.stdout == "new: no stored page decides its fate\n", out.stdout
+    out = subprocess.run(run + ["https://new.example/x", str(tmp_path / "missing.html")], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 1 and "cannot read the page from" in out.stderr
