@@ -186,3 +186,20 @@ def test_the_command_says_it_in_words(tmp_path):
     out = subprocess.run(run + ["https://new.example/x", str(tmp_path / "missing.html")], capture_output=True,
                          text=True, env=env)
     assert out.returncode == 1 and "cannot read the page from" in out.stderr
+
+
+def test_a_prefer_term_the_index_recorded_is_held_to_a_schemas_rules(tmp_path):
+    """The recorded settings are the database's: a prefer term there that
+    reads another table is refused, as one in dedup_settings is; the same
+    term given in the call's argument is the caller's own SQL."""
+    db, conn, pool = demo_part(tmp_path, random.Random(11), 100)
+    conn.execute("SELECT dedup_run()").fetchone()
+    term = "(SELECT count(*) FROM sqlite_schema) DESC"
+    conn.execute("UPDATE dedup_index_state SET value = json_set(value, '$.prefer', json_array(?)) "
+                 "WHERE key = 'settings'", (term,))
+    before = everything(conn)
+    with pytest.raises(sqlite3.OperationalError, match="may use only the columns of \"pages\".*got a "):
+        conn.execute("SELECT dedup_similar('t', 'https://a.example/')").fetchone()
+    assert everything(conn) == before
+    assert json.loads(conn.execute("SELECT dedup_similar('t', 'https://a.example/', ?)",
+                                   (json.dumps({"prefer": [term]}),)).fetchone()[0]) == []
