@@ -27,6 +27,17 @@ def require_corpus():
     pytest.skip(message)
 
 
+def package(tmp_path):
+    """The Python package with the extension where the wheel puts it, in
+    `tmp_path/pkg` (made once per test): the folder to put on sys.path or
+    PYTHONPATH."""
+    dst = os.path.join(str(tmp_path), "pkg", "sqlite_dedup")
+    if not os.path.exists(dst):
+        shutil.copytree(os.path.join(ROOT, "python", "sqlite_dedup"), dst)
+        shutil.copy(EXTENSION + ".so", os.path.join(dst, "dedup0.so"))
+    return os.path.join(str(tmp_path), "pkg")
+
+
 def connect(path):
     """A connection with the release build of the extension loaded."""
     conn = sqlite3.connect(path, isolation_level=None)

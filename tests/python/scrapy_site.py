@@ -10,7 +10,6 @@ import http.server
 import json
 import os
 import random
-import shutil
 import subprocess
 import threading
 import urllib.parse
@@ -95,20 +94,12 @@ class Site:
         self.server.server_close()
 
 
-def package(tmp_path):
-    dst = tmp_path / "pkg" / "sqlite_dedup"
-    if not dst.exists():
-        shutil.copytree(os.path.join(P.ROOT, "python", "sqlite_dedup"), dst)
-        shutil.copy(P.EXTENSION + ".so", dst / "dedup0.so")
-    return str(tmp_path / "pkg")
-
-
 def crawl(tmp_path, which, urls, db, tag):
     stream = tmp_path / f"{tag}.stream.json"
     out = tmp_path / f"{tag}.out.json"
     stream.write_text(json.dumps(urls))
     subprocess.run([PYTHON, os.path.join(HERE, "scrapy_crawl.py"), str(stream), which, db, str(out),
-                    package(tmp_path)], check=True, timeout=1200, env=dict(os.environ, PYTHONHASHSEED="0"))
+                    P.package(tmp_path)], check=True, timeout=1200, env=dict(os.environ, PYTHONHASHSEED="0"))
     return json.loads(out.read_text())
 
 

@@ -16,12 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def package(tmp_path):
     """The Python package with the extension where the wheel puts it."""
-    dst = tmp_path / "pkg" / "sqlite_dedup"
-    if dst.exists():  # made for an earlier command of the same test
-        return str(tmp_path / "pkg")
-    shutil.copytree(os.path.join(ROOT, "python", "sqlite_dedup"), dst)
-    shutil.copy(P.EXTENSION + ".so", dst / "dedup0.so")
-    return str(tmp_path / "pkg")
+    return P.package(tmp_path)
 
 
 def unique_urls(db):

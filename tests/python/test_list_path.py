@@ -19,10 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def sqlite_dedup(tmp_path):
     """The Python package with the extension where the wheel puts it."""
-    dst = tmp_path / "pkg" / "sqlite_dedup"
-    shutil.copytree(os.path.join(ROOT, "python", "sqlite_dedup"), dst)
-    shutil.copy(P.EXTENSION + ".so", dst / "dedup0.so")
-    sys.path.insert(0, str(tmp_path / "pkg"))
+    sys.path.insert(0, P.package(tmp_path))
     for name in [m for m in sys.modules if m == "sqlite_dedup" or m.startswith("sqlite_dedup.")]:
         del sys.modules[name]
     try:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import pipeline as P
-from scrapy_site import PYTHON, Site, crawl, package, score, site_rows
+from scrapy_site import PYTHON, Site, crawl, score, site_rows
 
 
 def needs(module):
@@ -59,7 +59,7 @@ def test_settings_are_checked(tmp_path):
             "for kw in ({'database': ''}, {'database': sys.argv[2], 'threshold': 2}, "
             "{'database': sys.argv[2], 'initial_queue_limit': -1}):\n"
             "    try:\n        M(**kw)\n    except ValueError as e:\n        print(e)\n")
-    out = subprocess.run([PYTHON, "-c", code, package(tmp_path), str(tmp_path / "x.db")], capture_output=True,
+    out = subprocess.run([PYTHON, "-c", code, P.package(tmp_path), str(tmp_path / "x.db")], capture_output=True,
                          text=True, check=True).stdout.splitlines()
     assert out == ["AVOID_DUP_CONTENT_DATABASE must name the crawl's SQLite file, got ''",
                    "AVOID_DUP_CONTENT_THRESHOLD must be a number in [0, 1], got 2",

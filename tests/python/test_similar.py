@@ -168,11 +168,7 @@ def test_the_command_says_it_in_words(tmp_path):
         "ORDER BY rowid LIMIT 1").fetchone()
     rowid = conn.execute("SELECT rowid FROM pages WHERE url = ?", (url,)).fetchone()[0]
     conn.close()
-    pkg = tmp_path / "pkg" / "sqlite_dedup"
-    import shutil
-    shutil.copytree(os.path.join(P.ROOT, "python", "sqlite_dedup"), pkg)
-    shutil.copy(P.EXTENSION + ".so", pkg / "dedup0.so")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "pkg"))
+    env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
     run = [os.environ.get("DEDUP_PYTHON", "/usr/bin/python3"), "-m", "sqlite_dedup", "similar", db]
     # (A re-crawl of the same URL without a date: the stored row, which
     # has one, wins phase 2's election, whose first key is the date.)
