@@ -15,7 +15,7 @@ FROM (
   FROM _dedup_run AS r
   JOIN _dedup_near_input AS i ON i.placeholder = 0
   JOIN _dedup_prepared AS p ON p.source_rowid = i.id
-  JOIN _dedup_source AS g ON g.rid = i.id
+  JOIN _dedup_pages AS g ON g.rid = i.id
   JOIN segments(g.content) AS s
   WHERE r.boilerplate = 'strip' AND p.domain IS NOT NULL AND typeof(g.content) = 'text'
   GROUP BY p.domain, s.hash
@@ -48,9 +48,13 @@ SELECT i.pos, i.id, i.rank,
                        CASE WHEN (SELECT compat FROM _dedup_run) <> 'reference' AND is_html(g.content)
                             THEN html_text(g.content) ELSE g.content END)
                    END)
-          FROM _dedup_source AS g
-          LEFT JOIN _dedup_chrome AS c ON c.domain = i.domain
-          WHERE g.rid = i.id)
+          -- (The row is the table's or, with against, the other
+          -- database's: a seek in each; a join on the union view would
+          -- read all of it for every row.)
+          FROM (SELECT title, content, parsed FROM _dedup_source WHERE rid = i.id
+                UNION ALL
+                SELECT title, content, parsed FROM _dedup_against WHERE rid = i.id) AS g
+          LEFT JOIN _dedup_chrome AS c ON c.domain = i.domain)
        END AS text
 FROM _dedup_near_input AS i;
 

@@ -13,7 +13,7 @@ WITH stripped(id) AS (
   SELECT p.source_rowid
   FROM _dedup_prepared AS p
   JOIN _dedup_chrome AS c ON c.domain = p.domain
-  JOIN _dedup_source AS g ON g.rid = p.source_rowid
+  JOIN _dedup_pages AS g ON g.rid = p.source_rowid
   WHERE p.source_rowid IN (SELECT source_rowid FROM _dedup_near_removed UNION SELECT survivor FROM _dedup_near_removed)
     AND strip_segments(g.content, c.hashes) <> g.content
 )
@@ -82,13 +82,14 @@ SELECT * FROM _dedup_apart_all
 WHERE canonical_url IN (SELECT canonical_url FROM _dedup_apart_all GROUP BY canonical_url HAVING count(*) > 1);
 DROP TABLE temp._dedup_apart_all;
 -- (A group's parameters: those dropped from its pages' URLs whose values
--- differ between them, each once.)
+-- differ between them, each once. Its pages: the table's own, not those of
+-- the database the run is against.)
 INSERT INTO _dedup_kept_apart
 SELECT domain, params, sum(pages) FROM (
   SELECT min(a.domain) AS domain, nullif(dedup_differing_params(a.strict_url, a.canonical_url), '') AS params,
-         count(*) AS pages
+         sum(a.source_rowid NOT IN (SELECT rid FROM _dedup_against)) AS pages
   FROM _dedup_apart AS a GROUP BY a.canonical_url
-) GROUP BY domain, params ORDER BY sum(pages) DESC, domain, params;
+) WHERE pages > 0 GROUP BY domain, params ORDER BY sum(pages) DESC, domain, params;
 -- Each kept-apart page's note, for explain (kept in dedup_notes).
 DROP TABLE IF EXISTS temp._dedup_notes;
 CREATE TEMP TABLE _dedup_notes (rowid_ INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT);

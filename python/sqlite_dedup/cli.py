@@ -164,6 +164,9 @@ def main(argv=None):
                      help="'strip': pages (and distinct titles) of a domain a line must be in to be chrome (5)")
     common.add_argument("--url-rules", type=float, metavar="P",
                      help="drop parameters learned to never change content with probability >= P (0: never)")
+    common.add_argument("--against", metavar="DB",
+                     help="also compare with another database's pages (a path, opened read-only and left "
+                          "as it is); only this database's pages are removed (docs/crawl-time.md)")
     common.add_argument("--full", action="store_true",
                      help="compare every row even when only some are new since the last run (docs/incremental.md)")
     common.add_argument("--dry-run", action="store_true",
@@ -224,7 +227,7 @@ def main(argv=None):
                 "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
                 "boilerplate_min_pages": args.boilerplate_min_pages,
                 "url_rules": args.url_rules, "lsh_election": args.lsh_election,
-                "busy_timeout": args.busy_timeout,
+                "busy_timeout": args.busy_timeout, "against": args.against,
                 "full": True if args.full else None}.items() if v is not None}
             if args.busy_timeout is not None:
                 # (The connection's own timeout comes first: Python's is 5 s.)
@@ -285,7 +288,9 @@ def main(argv=None):
                       + (f"; ratio to it {why['final_ratio']:.4f}" if why["final_ratio"] is not None else "")
                       + (f" ({why['final_note']})" if why["final_note"] else ""))
             elif why.get("elsewhere"):
-                print(f"lost to: {why['elsewhere']} (another shard of the same Spark job)")
+                where = ("another shard of the same Spark job" if why["elsewhere"].startswith("survivor in shard ")
+                         else "the database the run was against")
+                print(f"lost to: {why['elsewhere']} ({where})")
         elif args.command == "report":
             from sqlite_dedup.review import review_html
             # (The page made first: a failure leaves no file half written.)

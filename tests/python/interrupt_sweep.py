@@ -63,7 +63,8 @@ def attempt(host, path, function, k, in_caller_txn):
     progress(handler, 1)
     error = None
     try:
-        query(conn, f"SELECT {function}()")
+        # (A name, or a call with its arguments.)
+        query(conn, f"SELECT {function}" if "(" in function else f"SELECT {function}()")
     except Exception as e:  # the host's error, whatever its class
         error = str(e)
     progress(None, 1)

@@ -134,6 +134,29 @@ def test_an_interrupt_in_an_incremental_lsh_run_leaves_before_or_done(tmp_path):
     sweep("python", "dedup_run", db, STRIDE or 8, P.machine_factor(tmp_path))
 
 
+def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tmp_path):
+    """The run's own steps with `against` (the other file opened, its rows
+    copied, phase 6 kept to this table's rows), every 24th VM step in
+    Python (from an offset the seed draws; the other steps are a full
+    run's, swept above); the other file is never written."""
+    db = template(str(tmp_path / "t.db"), "dedup_run")
+    old = str(tmp_path / "old.db")
+    shutil.copy(db, old)
+    with sqlite3.connect(old) as c:
+        c.execute("DELETE FROM pages WHERE rowid % 2 = 0")
+    call = "dedup_run('%s')" % json.dumps({"against": old}).replace("'", "''")
+    probe = str(tmp_path / "probe.db")
+    shutil.copy(db, probe)
+    conn = P.connect(probe)
+    report = json.loads(conn.execute(f"SELECT {call}").fetchone()[0] and
+                        conn.execute("SELECT report FROM dedup_runs").fetchone()[0])
+    conn.close()
+    assert report["against"]["survivor_there"] > 0, report
+    before = fingerprint(old)
+    sweep("python", call, db, STRIDE or 24, P.machine_factor(tmp_path))
+    assert fingerprint(old) == before
+
+
 def sweep(host, function, db, stride, slower=1.0):
     """Interrupts `function` on copies of `db` at every `stride`-th VM step
     (from a seeded offset) in `host`, shared by one process a core: each

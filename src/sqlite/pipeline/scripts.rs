@@ -10,6 +10,9 @@ pub enum When {
     /// In incremental runs only (after the phase's other scripts: see
     /// [`crate::sqlite::pipeline::incremental::run_kind`]).
     Incremental,
+    /// In runs with the `against` setting only
+    /// ([`crate::sqlite::pipeline::tables::against`]).
+    Against,
 }
 
 /// One step of a phase: an SQL script of `sql/` (embedded in the binary),
@@ -106,11 +109,18 @@ pub const PHASES: [(&str, &[Step]); 6] = [
     ),
     (
         "06_removals",
-        &[Step::Script(
-            "06_removals.sql",
-            include_str!("../../../sql/06_removals.sql"),
-            When::Always,
-        )],
+        &[
+            Step::Script(
+                "06_removals.sql",
+                include_str!("../../../sql/06_removals.sql"),
+                When::Always,
+            ),
+            Step::Script(
+                "against/06_only_here.sql",
+                include_str!("../../../sql/against/06_only_here.sql"),
+                When::Against,
+            ),
+        ],
     ),
 ];
 

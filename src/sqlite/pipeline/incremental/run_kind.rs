@@ -44,6 +44,8 @@ fn always_full(s: &Settings) -> Option<&'static str> {
         Some("url_rules (the learned rules change between runs)")
     } else if !s.prefer.is_empty() {
         Some("prefer (its order is ranked over every row)")
+    } else if !s.against.is_empty() {
+        Some("against (another database's pages are compared too)")
     } else {
         None
     }
@@ -177,11 +179,12 @@ pub fn prepare(
     lap("changes: dirty and gone", &mut step);
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_todo;
-         CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source {};",
+         CREATE TEMP VIEW _dedup_todo AS {};",
         if why.is_none() {
-            "WHERE rid IN (SELECT rid FROM temp._dedup_dirty)"
+            "SELECT * FROM temp._dedup_source WHERE rid IN (SELECT rid FROM temp._dedup_dirty)"
         } else {
-            ""
+            // (With `against`, the other database's rows too.)
+            "SELECT * FROM temp._dedup_pages"
         }
     ))?;
     // Phase 6's kept-apart groups among the kept rows this run does not

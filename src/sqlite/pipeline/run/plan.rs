@@ -15,7 +15,7 @@ use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 57] = [
+pub const TEMP_OBJECTS: [(&str, &str); 60] = [
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
@@ -75,6 +75,9 @@ pub const TEMP_OBJECTS: [(&str, &str); 57] = [
     ("TABLE", "_dedup_prepared"),
     ("TABLE", "_dedup_run"),
     ("VIEW", "_dedup_archive"),
+    ("VIEW", "_dedup_pages"),
+    ("TABLE", "_dedup_against"),
+    ("TABLE", "_dedup_against_of"),
     ("VIEW", "_dedup_source"),
 ];
 
@@ -105,6 +108,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     crate::sqlite::pipeline::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
+    let against = crate::sqlite::pipeline::tables::against::load(db, &source, s)?;
     create_archive_view(db, &source)?;
     write_prefer(db, &source, s)?;
     lap("plan: checks", &mut lapped);
@@ -140,10 +144,10 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     };
     seconds.extend(if s.url_rules > 0.0 {
         crate::sqlite::drop_rules::with_rules_snapshot(db, || {
-            run_phases(db, phases, rows_before, kind.incremental)
+            run_phases(db, phases, rows_before, kind.incremental, against.is_some())
         })??
     } else {
-        run_phases(db, phases, rows_before, kind.incremental)?
+        run_phases(db, phases, rows_before, kind.incremental, against.is_some())?
     });
     let planned = Planned {
         run,
@@ -291,6 +295,7 @@ fn run_phases(
     phases: &[(&str, &[Step])],
     rows: i64,
     incremental: bool,
+    against: bool,
 ) -> Result<Vec<(String, f64)>, DedupError> {
     let mut seconds = Vec::with_capacity(phases.len());
     for (i, (name, steps)) in phases.iter().enumerate() {
@@ -309,7 +314,9 @@ fn run_phases(
             let _trace = Trace(label, t0);
             match *step {
                 Step::Script(file, sql, when) => {
-                    if when == When::Incremental && !incremental {
+                    if (when == When::Incremental && !incremental)
+                        || (when == When::Against && !against)
+                    {
                         continue;
                     }
                     run_script(db, sql).map_err(|e| {

@@ -50,6 +50,9 @@ pub struct Report {
     /// The kind of run as [`crate::sqlite::pipeline::incremental::run_kind`] decided: `None` for the first
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
+    /// With `against`: (the other database's name, its rows compared, the
+    /// removals here whose survivor is there).
+    pub against: Option<(String, i64, i64)>,
 }
 
 /// The query that lists the rows of `source` a run skips for bad values,
@@ -165,6 +168,7 @@ impl Report {
             kept_apart,
             drift,
             kind,
+            against: crate::sqlite::pipeline::tables::against::compared(db)?,
         })
     }
 
@@ -177,10 +181,11 @@ impl Report {
     ///                  skipped_query: String::new(),
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
     ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
-    ///                  kind: None };
+    ///                  kind: None, against: Some(("old.db".into(), 40, 1)) };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
+    ///     against old.db: 40 page(s) there compared too; 1 removed here for a page there (dedup_notes: survivor elsewhere)\n  \
     ///     skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
@@ -208,6 +213,11 @@ impl Report {
         if let Some((segments, domains)) = self.boilerplate {
             lines.push(format!(
                 "  boilerplate stripped: {segments} segment(s) of {domains} domain(s) left out of the near-duplicate comparison"
+            ));
+        }
+        if let Some((name, rows, there)) = &self.against {
+            lines.push(format!(
+                "  against {name}: {rows} page(s) there compared too; {there} removed here for a page there (dedup_notes: survivor elsewhere)"
             ));
         }
         if self.drift > 0 {
@@ -295,6 +305,12 @@ impl Report {
                 k.gone,
                 k.recheck,
                 k.scanned.as_deref().map_or("null".into(), json_string)
+            ));
+        }
+        if let Some((name, rows, there)) = &self.against {
+            too_long.push_str(&format!(
+                ",\"against\":{{\"name\":{},\"rows\":{rows},\"survivor_there\":{there}}}",
+                json_string(name)
             ));
         }
         if !self.kept_apart.is_empty() {

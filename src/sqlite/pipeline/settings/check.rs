@@ -88,6 +88,14 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
     })? {
         s.job = v;
     }
+    let rule = "must be the path of an SQLite database file or the name of an attached schema";
+    if let Some(v) = checked(pairs, "against", rule, |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
+        _ => None,
+    })? {
+        s.against = v;
+    }
     let rule = "must be a non-negative integer";
     if let Some(v) = checked(pairs, "n_min", rule, integer_from(0))? {
         s.n_min = v;

@@ -109,6 +109,11 @@ fn parsed(
             s.prefer_from = Origin::Database;
         }
     }
+    if let Some(at) = pairs.iter().rposition(|(k, _)| k == "against") {
+        if at < from_database {
+            s.against_from = Origin::Database;
+        }
+    }
     Ok(s)
 }
 

@@ -5,7 +5,7 @@ use crate::sqlite::pipeline::settings::choices::{Boilerplate, Compat, LshElectio
 use rusqlite::{params, Connection, Result};
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 20] = [
     "threshold",
     "distance",
     "discard_params",
@@ -25,6 +25,7 @@ pub const KEYS: [&str; 19] = [
     "lsh_election",
     "full",
     "job",
+    "against",
 ];
 
 /// Checked settings of one run.
@@ -84,6 +85,13 @@ pub struct Settings {
     /// A label recorded with the run (`sqlite-dedup spark` names its job so,
     /// and skips the shards whose runs carry it); empty: none.
     pub job: String,
+    /// Another database whose pages this run compares with the table's
+    /// (a path, or the name of an attached schema): only the table's rows
+    /// leave ([`crate::sqlite::pipeline::tables::against`]); empty: none.
+    pub against: String,
+    /// Where `against` came from (a path read from `dedup_settings` is
+    /// refused: a database may not make the run open another file).
+    pub against_from: Origin,
     /// Which phases run here ([`Phases`]; not a setting of its own: the
     /// entry point decides).
     pub phases: Phases,
@@ -138,6 +146,8 @@ impl Default for Settings {
             lsh_election: LshElection::default(),
             full: false,
             job: String::new(),
+            against: String::new(),
+            against_from: Origin::Caller,
             phases: Phases::All,
         }
     }
@@ -174,10 +184,10 @@ impl Settings {
     /// The settings as a JSON object (recorded in `dedup_runs.settings`).
     pub fn to_json(&self, db: &Connection) -> Result<String> {
         db.query_row(
-            "SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
+            "SELECT CASE WHEN ?18 = '' THEN j ELSE json_set(j, '$.against', ?18) END FROM (SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END AS j FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
                     'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o)",
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o))",
             params![
                 self.threshold,
                 self.distance,
@@ -195,7 +205,8 @@ impl Settings {
                 self.prefer_json,
                 columns_json(&self.columns),
                 self.lsh_election.as_str(),
-                self.job
+                self.job,
+                self.against
             ],
             |r| r.get(0),
         )

@@ -1,0 +1,339 @@
+//! Another database's pages as rows of a run (the `against` setting): this
+//! week's crawl deduplicated against last month's database, which stays
+//! untouched.
+//!
+//! [`load`] opens the other file read-only, on a connection of its own that
+//! has only SQLite's built-in functions (nothing its schema holds can call
+//! the host's), and copies its table's rows into `temp._dedup_against` with
+//! rids below every rowid of this table: the election's last rule, the
+//! lower rowid, then prefers the page that was there first.
+//! `temp._dedup_pages`, the rows phase 1 prepares and phases 4 and 6 read
+//! texts from, is their union with the table's. Every phase treats both
+//! alike; `sql/against/06_only_here.sql` then keeps the plan to this
+//! table's rows: a row of the other database never leaves, and a removal
+//! whose survivor is there names it in a `survivor elsewhere` note
+//! (`survivor in last-month.db, rowid 17`), as a Spark job names a survivor
+//! in another shard.
+//!
+//! Cost: one read of the other table and a copy of its rows into temp
+//! storage. A run `against` another database is always full and keeps no
+//! index (the index describes one table).
+//!
+//! Errors: a path read from `dedup_settings` (a database may name an
+//! attached schema, never make the run open a file), a file that is not
+//! there or not a database, the run's own database, a path on a read-only
+//! connection (Datasette's: a user there names an attached schema), a
+//! `prefer` setting (its terms rank one table's columns), no table of pages
+//! there.
+
+use std::path::Path;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::pipeline::settings::values::{Origin, Phases, Settings};
+use crate::sqlite::pipeline::shown::excerpt;
+use crate::sqlite::pipeline::tables::schema::{Source, PAGE_COLUMNS};
+
+/// The other database of a run, as [`load`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Against {
+    /// Its name in notes and the report: the file's name.
+    pub name: String,
+    /// The rows of its table the run compares.
+    pub rows: i64,
+}
+
+/// Creates `temp._dedup_against` (empty without the setting) and
+/// `temp._dedup_pages`; with the setting, copies the other database's rows.
+pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Against>, DedupError> {
+    let columns = PAGE_COLUMNS.join(", ");
+    db.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_against;
+         CREATE TEMP TABLE _dedup_against (rid INTEGER PRIMARY KEY, their_rowid INTEGER, {columns});
+         DROP TABLE IF EXISTS temp._dedup_against_of;
+         CREATE TEMP TABLE _dedup_against_of (name TEXT, rows INTEGER);
+         DROP VIEW IF EXISTS temp._dedup_pages;"
+    ))?;
+    if s.against.is_empty() {
+        db.execute_batch("CREATE TEMP VIEW _dedup_pages AS SELECT * FROM temp._dedup_source;")?;
+        return Ok(None);
+    }
+    if !s.prefer.is_empty() {
+        return fail(
+            "dedup: against cannot be combined with prefer (its terms rank the columns of this table only); nothing was changed".into(),
+        );
+    }
+    if s.phases != Phases::All {
+        return fail("dedup: against works with dedup_run and dedup_plan only (a plan made elsewhere already compared what it compared); nothing was changed".into());
+    }
+    let (path, name) = resolve(db, s)?;
+    let theirs = open(&path, &name, s.busy_timeout)?;
+    let their = Source::inspect_mapped(&theirs, &s.table, &s.columns)
+        .map_err(|e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))))?;
+    let rows = copy(db, source, &theirs, &their, &name)?;
+    db.execute(
+        "INSERT INTO temp._dedup_against_of VALUES (?1, ?2)",
+        rusqlite::params![name, rows],
+    )?;
+    db.execute_batch(&format!(
+        "CREATE TEMP VIEW _dedup_pages AS
+         SELECT rid, {columns} FROM temp._dedup_source
+         UNION ALL SELECT rid, {columns} FROM temp._dedup_against;"
+    ))?;
+    Ok(Some(Against { name, rows }))
+}
+
+/// The other database of the plan in this connection (its name, its rows
+/// compared, and the removals here whose survivor is there), if any.
+pub fn compared(db: &Connection) -> Result<Option<(String, i64, i64)>, DedupError> {
+    let exists: bool = db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE name = '_dedup_against_of')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        return Ok(None);
+    }
+    Ok(db
+        .query_row(
+            "SELECT name, rows, (SELECT count(*) FROM temp._dedup_notes WHERE kind = 'survivor elsewhere')
+             FROM temp._dedup_against_of",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?)
+}
+
+/// The file `against` names and the name notes give it: an attached
+/// schema's file, or a path (the caller's only).
+fn resolve(db: &Connection, s: &Settings) -> Result<(String, String), DedupError> {
+    let attached: Option<(String, String)> = db
+        .query_row(
+            "SELECT name, file FROM pragma_database_list
+             WHERE lower(name) = lower(?1) AND name NOT IN ('main', 'temp')",
+            [&s.against],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let path = match attached {
+        Some((schema, file)) if file.is_empty() => {
+            return fail(format!(
+                "dedup: against names the attached schema {}, got one without a file (an in-memory or temporary database); attach a database file",
+                excerpt(&schema)
+            ))
+        }
+        Some((_, file)) => file,
+        None if s.against_from == Origin::Database => {
+            return fail(format!(
+                "dedup: against in dedup_settings must name an attached schema, got {} (a database may not make the run open a file: pass a path in the call's settings, or ATTACH the file and name its schema)",
+                excerpt(&s.against)
+            ))
+        }
+        None if db.is_readonly(rusqlite::MAIN_DB)?
+            || db.query_row("PRAGMA query_only", [], |r| r.get::<_, bool>(0))? =>
+        {
+            return fail(format!(
+                "dedup: against names no attached schema, got {} on a read-only connection (ATTACH the file and name its schema)",
+                excerpt(&s.against)
+            ))
+        }
+        None => s.against.clone(),
+    };
+    if !Path::new(&path).is_file() {
+        return fail(format!(
+            "dedup: against must be the path of an SQLite database file or the name of an attached schema, got {} (no such file)",
+            excerpt(&s.against)
+        ));
+    }
+    let main: String = db.query_row(
+        "SELECT file FROM pragma_database_list WHERE name = 'main'",
+        [],
+        |r| r.get(0),
+    )?;
+    let same = |a: &str, b: &str| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !main.is_empty() && same(&main, &path) {
+        return fail(format!(
+            "dedup: against must be another database than the one the run deduplicates, got {}",
+            excerpt(&s.against)
+        ));
+    }
+    let name = Path::new(&path)
+        .file_name()
+        .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+    Ok((path, name))
+}
+
+/// A read-only connection to the other file: no function but SQLite's own,
+/// no schema code trusted, no write possible.
+fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
+    let opened = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| {
+        c.execute_batch(&format!(
+            "PRAGMA query_only = 1; PRAGMA trusted_schema = 0; PRAGMA busy_timeout = {busy_timeout};"
+        ))?;
+        // (A file that is not a database fails here, on its first read.)
+        c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+        Ok(c)
+    });
+    opened.map_err(|e| {
+        DedupError::new(format!(
+            "dedup: against {name} could not be read as an SQLite database: {}; nothing was changed",
+            DedupError::from(e)
+        ))
+    })
+}
+
+/// Copies the other table's rows into `temp._dedup_against`, below every
+/// rowid of this table, in their own rowid order; the rows copied.
+fn copy(
+    db: &Connection,
+    source: &Source,
+    theirs: &Connection,
+    their: &Source,
+    name: &str,
+) -> Result<i64, DedupError> {
+    let read_failed = |e: rusqlite::Error| {
+        DedupError::new(format!(
+            "dedup: against {name}: reading its table {} failed: {}; nothing was changed",
+            excerpt(&their.table),
+            DedupError::from(e)
+        ))
+    };
+    // (One read transaction: the count and the rows agree.)
+    theirs.execute_batch("BEGIN").map_err(read_failed)?;
+    let n: i64 = theirs
+        .query_row(
+            &format!("SELECT count(*) FROM {}", their.qualified()),
+            [],
+            |r| r.get(0),
+        )
+        .map_err(read_failed)?;
+    let lowest: i64 = db.query_row(
+        &format!(
+            "SELECT min(coalesce(min({}), 0), 0) FROM {}",
+            source.rowid,
+            source.qualified()
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    let Some(first) = lowest.checked_sub(n).filter(|f| f.checked_sub(1).is_some()) else {
+        return fail(format!(
+            "dedup: against {name}: no rids are left below this table's rowids; nothing was changed"
+        ));
+    };
+    let mut read = theirs
+        .prepare(&format!("{} ORDER BY rid", their.view_body()))
+        .map_err(read_failed)?;
+    let marks = vec!["?"; PAGE_COLUMNS.len() + 2].join(", ");
+    let mut write = db.prepare(&format!("INSERT INTO temp._dedup_against VALUES ({marks})"))?;
+    let mut rows = read.query([]).map_err(read_failed)?;
+    let mut k = 0i64;
+    while let Some(row) = rows.next().map_err(read_failed)? {
+        if k >= n {
+            break;
+        }
+        let mut values: Vec<Value> = Vec::with_capacity(PAGE_COLUMNS.len() + 2);
+        values.push(Value::Integer(first + k));
+        for i in 0..=PAGE_COLUMNS.len() {
+            values.push(row.get(i).map_err(read_failed)?);
+        }
+        write.execute(rusqlite::params_from_iter(values))?;
+        k += 1;
+    }
+    Ok(k)
+}
+
+/// A run error's message without its leading `dedup: `.
+fn without_prefix(e: &DedupError) -> String {
+    let text = e.to_string();
+    text.strip_prefix("dedup: ").unwrap_or(&text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(against: &str) -> Settings {
+        Settings {
+            against: against.into(),
+            ..Settings::default()
+        }
+    }
+
+    fn pages(db: &Connection, rows: &[(i64, &str, &str)]) {
+        db.execute_batch("CREATE TABLE pages (url TEXT, parsed TEXT)")
+            .unwrap();
+        for (id, url, text) in rows {
+            db.execute(
+                "INSERT INTO pages (rowid, url, parsed) VALUES (?1, ?2, ?3)",
+                rusqlite::params![id, url, text],
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_other_rows_get_rids_below_every_rowid_here_in_their_order() {
+        let dir = std::env::temp_dir().join(format!("dedup-against-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let other = dir.join("old.db");
+        let _ = std::fs::remove_file(&other);
+        pages(
+            &Connection::open(&other).unwrap(),
+            &[(5, "https://a/x", "x"), (9, "https://a/y", "y")],
+        );
+        let db = Connection::open_in_memory().unwrap();
+        pages(&db, &[(-3, "https://a/z", "z"), (4, "https://a/w", "w")]);
+        let source = Source::inspect(&db, "pages").unwrap();
+        source.create_view(&db).unwrap();
+        let found = load(&db, &source, &settings(other.to_str().unwrap())).unwrap();
+        assert_eq!(
+            found,
+            Some(Against {
+                name: "old.db".into(),
+                rows: 2
+            })
+        );
+        let got: Vec<(i64, i64, String)> = db
+            .prepare("SELECT rid, their_rowid, url FROM temp._dedup_against ORDER BY rid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            got,
+            [(-5, 5, "https://a/x".into()), (-4, 9, "https://a/y".into())]
+        );
+        let union: i64 = db
+            .query_row("SELECT count(*) FROM temp._dedup_pages", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(union, 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_from_the_database_and_a_missing_file_are_refused() {
+        let db = Connection::open_in_memory().unwrap();
+        pages(&db, &[]);
+        let source = Source::inspect(&db, "pages").unwrap();
+        source.create_view(&db).unwrap();
+        let mut s = settings("/no/such/file.db");
+        let e = load(&db, &source, &s).unwrap_err().to_string();
+        assert!(e.contains("(no such file)"), "{e}");
+        s.against_from = Origin::Database;
+        let e = load(&db, &source, &s).unwrap_err().to_string();
+        assert!(e.contains("must name an attached schema"), "{e}");
+        let none = load(&db, &source, &settings("")).unwrap();
+        assert_eq!(none, None);
+    }
+}

@@ -1,0 +1,186 @@
+"""The `against` setting: a table deduplicated against another database's
+pages, which stays byte for byte as it was. Checked against the reference
+pipeline's own outputs (parity-5k split in two halves by rowid: the second
+half against the first keeps the reference's survivors of that half), and
+against one run on the whole file (each removal, and the survivor it names
+there)."""
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import pipeline as P
+
+HALF = 2500
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def halves(tmp_path, source=None, half=HALF):
+    """old.db: the rows up to `half` (rowids kept); new.db: the others."""
+    source = source or os.path.join(P.CORPUS, "parity-5k.db")
+    old, new = str(tmp_path / "old.db"), str(tmp_path / "new.db")
+    shutil.copy(source, old)
+    shutil.copy(source, new)
+    with sqlite3.connect(old) as c:
+        c.execute("DELETE FROM pages WHERE rowid > ?", (half,))
+    with sqlite3.connect(new) as c:
+        c.execute("DELETE FROM pages WHERE rowid <= ?", (half,))
+    return old, new
+
+
+def run(path, **settings):
+    conn = P.connect(path)
+    try:
+        return conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def unchanged(path):
+    """Everything a user could see of `path`, to compare before and after."""
+    return P.fingerprint(path)
+
+
+@pytest.mark.parametrize("variant, settings", [("t090.d50", {}), ("t090.d50.nmin3", {"n_min": 3}),
+                                               ("t100", {"threshold": 1.0})])
+def test_the_second_half_against_the_first_keeps_the_references_survivors(tmp_path, variant, settings):
+    P.require_corpus()
+    old, new = halves(tmp_path)
+    before = digest(old)
+    report = run(new, against=old, compat="reference", **settings)
+    assert f"against old.db: {HALF} page(s) there compared too" in report
+    expected = {k: v for k, v in P.expected_survivors(variant).items() if k > HALF}
+    conn = sqlite3.connect(new)
+    assert P.surviving(conn) == expected
+    # The other file: byte for byte as before, and no journal left beside it.
+    assert digest(old) == before
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("old.db-")]
+
+
+@pytest.mark.parametrize("mode", ["window", "lsh"])
+def test_each_removal_is_one_runs_on_the_whole_file_and_names_its_survivor_there(tmp_path, mode):
+    P.require_corpus()
+    old, new = halves(tmp_path)
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(os.path.join(P.CORPUS, "parity-5k.db"), whole)
+    run(whole, near_mode=mode)
+    run(new, against=old, near_mode=mode)
+    union = sqlite3.connect(whole).execute(
+        "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio FROM dedup_removed "
+        "WHERE dedup_rowid > ? ORDER BY dedup_rowid", (HALF,)).fetchall()
+    conn = sqlite3.connect(new)
+    here = conn.execute("SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio "
+                        "FROM dedup_removed ORDER BY dedup_rowid").fetchall()
+    notes = dict(conn.execute("SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'survivor elsewhere'"))
+    assert [r[:3] + (r[4],) for r in here] == [r[:3] + (r[4],) for r in union]
+    there = 0
+    for (rowid, phase, _, survivor, _), (_, _, _, whole_survivor, _) in zip(here, union):
+        if whole_survivor is not None and whole_survivor <= HALF:
+            assert survivor is None and notes[rowid] == f"survivor in old.db, rowid {whole_survivor}", rowid
+            there += 1
+        else:
+            assert survivor == whole_survivor and rowid not in notes, rowid
+    assert there == len(notes) > 100
+    assert P.surviving(conn) == {k: v for k, v in P.surviving(sqlite3.connect(whole)).items() if k > HALF}
+
+
+def test_an_attached_schema_and_the_databases_own_settings(tmp_path):
+    old, new = halves(tmp_path, P.DEMO, 300)
+    by_path = str(tmp_path / "by-path.db")
+    shutil.copy(new, by_path)
+    run(by_path, against=old)
+    conn = P.connect(new)
+    conn.execute("ATTACH ? AS last_month", (old,))
+    P.set_settings(conn, against="last_month")
+    report = conn.execute("SELECT dedup_run()").fetchone()[0]
+    assert "against old.db: 300 page(s) there compared too" in report, report
+    assert P.surviving(conn) == P.surviving(sqlite3.connect(by_path))
+    # A path in the database's own settings is refused, and nothing changes.
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("DETACH last_month")
+    P.set_settings(conn, against=old)
+    before = unchanged(new)
+    with pytest.raises(sqlite3.OperationalError, match="against in dedup_settings must name an attached schema"):
+        conn.execute("SELECT dedup_run()").fetchone()
+    assert unchanged(new) == before
+
+
+def test_restore_undoes_a_run_against_another_database_and_the_next_run_is_full(tmp_path):
+    old, new = halves(tmp_path, P.DEMO, 300)
+    run(new)
+    before = unchanged(new)["pages"]
+    report = run(new, against=old)
+    assert "full run: against (another database's pages are compared too)" in report, report
+    assert "incremental" not in run(new, full=False)
+    conn = P.connect(new)
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.close()
+    assert unchanged(new)["pages"] == before
+
+
+def test_bad_values_are_named_and_nothing_changes(tmp_path):
+    old, new = halves(tmp_path, P.DEMO, 300)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 20)
+    view = str(tmp_path / "view.db")
+    with sqlite3.connect(view) as c:
+        c.execute("CREATE TABLE t (url TEXT, content TEXT)")
+        c.execute("CREATE VIEW pages AS SELECT * FROM t")
+    before = unchanged(new)
+    cases = [
+        ({"against": str(tmp_path / "missing.db")}, r"\(no such file\)"),
+        ({"against": str(text)}, "could not be read as an SQLite database"),
+        ({"against": new}, "must be another database than the one the run deduplicates"),
+        ({"against": old, "prefer": ["crawled DESC"]}, "cannot be combined with prefer"),
+        ({"against": view}, "against view.db: 'pages' must be a table, got a view"),
+        ({"against": 3}, "against must be the path of an SQLite database file or the name of an attached schema"),
+    ]
+    conn = P.connect(new)
+    for settings, message in cases:
+        with pytest.raises(sqlite3.OperationalError, match=message):
+            conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+    conn.close()
+    assert unchanged(new) == before
+    # A read-only connection (Datasette's) may not open a path; an attached schema it may read.
+    ro = sqlite3.connect(f"file:{new}?mode=ro", uri=True)
+    ro.enable_load_extension(True)
+    ro.load_extension(P.EXTENSION)
+    with pytest.raises(sqlite3.OperationalError, match="on a read-only connection"):
+        ro.execute("SELECT dedup_plan(?)", (json.dumps({"against": old}),)).fetchone()
+    ro.execute("ATTACH ? AS old", (f"file:{old}?mode=ro",))
+    plan = ro.execute("SELECT dedup_plan('{\"against\": \"old\"}')").fetchone()[0]
+    assert "against old.db" in plan or "removed" in plan, plan
+
+
+def test_the_command_runs_and_explains_it(tmp_path):
+    old, new = halves(tmp_path, P.DEMO, 300)
+    env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
+    cli = [sys.executable, "-m", "sqlite_dedup"]
+    out = subprocess.run(cli + ["run", new, "--against", old], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "against old.db: 300 page(s) there compared too" in out.stdout
+    rowid, note = sqlite3.connect(new).execute(
+        "SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'survivor elsewhere' ORDER BY dedup_rowid").fetchone()
+    out = subprocess.run(cli + ["explain", new, str(rowid)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert f"lost to: {note} (the database the run was against)" in out.stdout, out.stdout
+    # The Python API: the report's `against` member, after a restore.
+    script = ("import json, sqlite3, sys, sqlite_dedup\n"
+              "conn = sqlite3.connect(sys.argv[1])\n"
+              "sqlite_dedup.restore(conn)\n"
+              "print(json.dumps(sqlite_dedup.run(conn, against=sys.argv[2])['against']))")
+    out = subprocess.run([sys.executable, "-c", script, new, old], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"name": "old.db", "rows": 300, "survivor_there": len(
+        sqlite3.connect(new).execute("SELECT 1 FROM dedup_notes WHERE kind = 'survivor elsewhere' AND dedup_run = "
+                                     "(SELECT max(run) FROM dedup_runs)").fetchall())}
