@@ -19,7 +19,10 @@
 -- nothing is written to the user's tables before the runner applies the plan.
 -- With the url_rules setting on, each URL's options also drop the
 -- parameters dedup_url_rules says never change content on its domain/path
--- (url_rule_params), so those variants meet in phase 2.
+-- (url_rule_params), so those variants meet in phase 2. With fix_urls on,
+-- they also take their host's options from temp._dedup_url_fixes (https,
+-- strip_www: what a probe found the host serves; see
+-- src/sqlite/pipeline/tables/url_fixes.rs).
 -- strict_url is the canonical URL that keeps every query parameter but the
 -- tracking ones and learned rules (set only when the run drops the others:
 -- see _dedup_run.strict_options): phase 2 groups by it, so pages whose
@@ -69,7 +72,10 @@ src AS (
          parsed <> '' AS parsed_text,
          CASE WHEN problem IS NULL AND r.url_rules > 0
               THEN coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
-              ELSE '' END AS learned
+              ELSE '' END
+         || CASE WHEN problem IS NULL AND r.fix_urls
+                 THEN coalesce((SELECT f.options FROM _dedup_url_fixes AS f WHERE f.host = url_host(url)), '')
+                 ELSE '' END AS learned
   FROM checked CROSS JOIN _dedup_run AS r LIMIT -1
 )
 INSERT INTO _dedup_prepared

@@ -78,6 +78,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "strip_segments",
             "url_discard_reason",
             "url_domain",
+            "url_host",
             "url_rule_params",
             "url_wayback"
         ]
@@ -110,6 +111,7 @@ fn null_in_null_out() {
         "canonical_url(NULL)",
         "url_domain(NULL)",
         "url_wayback(NULL)",
+        "url_host(NULL)",
         "url_discard_reason(NULL)",
         "lev_ratio(NULL, 'a')",
         "lev_ratio('a', NULL, 0.5)",
@@ -301,14 +303,14 @@ fn error_messages_name_function_problem_and_value() {
     // JSON's true is 1 in SQL: a number setting must not take it.
     assert_eq!(
         err(&db, r#"SELECT dedup_run('{"distance": true}')"#),
-        r#"dedup_run: distance is not a true-or-false setting (only discard_params and full are), got true in '{"distance": true}'"#
+        r#"dedup_run: distance is not a true-or-false setting (only discard_params, full and fix_urls are), got true in '{"distance": true}'"#
     );
     assert_eq!(
         err(
             &db,
             r#"SELECT dedup_run('{"full": false, "threshold": false}')"#
         ),
-        r#"dedup_run: threshold is not a true-or-false setting (only discard_params and full are), got false in '{"full": false, "threshold": false}'"#
+        r#"dedup_run: threshold is not a true-or-false setting (only discard_params, full and fix_urls are), got false in '{"full": false, "threshold": false}'"#
     );
     assert_eq!(
         err(

@@ -9,7 +9,8 @@ sqlite3 module or apsw) and run, restore or explain the dedup pipeline.
 import json
 import os
 
-__all__ = ["loadable_path", "load", "run", "restore", "explain", "similar", "dedup", "stats", "ExtensionLoadError"]
+__all__ = ["loadable_path", "load", "run", "restore", "explain", "similar", "dedup", "fix_urls", "stats",
+           "ExtensionLoadError"]
 __version__ = "0.2.0"
 
 
@@ -21,6 +22,22 @@ class DedupError(ValueError):
 from ._loader import ExtensionLoadError, load, loadable_path  # noqa: E402 (the package's API)
 from ._pages import dedup  # noqa: E402
 from ._sql import quoted as _quoted  # noqa: E402
+from . import _fix_urls  # noqa: E402
+
+
+def fix_urls(conn, table="pages", column="url", timeout=2.0, workers=8, refresh=False, resolver=None,
+             context=None):
+    """Probes, per host of the table's URLs, whether https answers (hosts
+    with http URLs) and whether the bare host serves what its `www.` name
+    does, `workers` requests at a time, each within `timeout` seconds; keeps
+    the answers in dedup_url_fixes, which a run with `fix_urls=True` then
+    uses (http -> https, `www.` dropped, where they say so). Hosts probed
+    before are skipped unless `refresh`. `resolver(host, port) -> (address,
+    port)` replaces DNS, `context` (an ssl.SSLContext) verifies https.
+    Returns {probed, https, drop_www, skipped}. Loads the extension first
+    when the connection has not (`load`)."""
+    _loaded(conn, "fix_urls")
+    return _fix_urls.fix_urls(conn, table, column, timeout, workers, refresh, resolver, context)
 
 
 

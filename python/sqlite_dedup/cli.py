@@ -11,6 +11,27 @@ import sqlite_dedup
 from sqlite_dedup._options import add_near_mode_options, database_problem
 
 
+def connect_to(pairs):
+    """A resolver from curl-style `HOST:PORT:HOST2:PORT2` pairs (None
+    without any): requests to HOST:PORT connect to HOST2:PORT2."""
+    if not pairs:
+        return None
+    table = {}
+    for pair in pairs:
+        parts = pair.split(":")
+        if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
+            raise SystemExit(f"sqlite-dedup: --connect-to must be HOST:PORT:HOST2:PORT2, got {pair!r}")
+        table[(parts[0].lower(), int(parts[1]))] = (parts[2], int(parts[3]))
+    return lambda host, port: table.get((host.lower(), port), (host, port))
+
+
+def print_probed(found):
+    """The answer of a probe, in words."""
+    print(f"fix_urls: probed {found['probed']} host(s): {found['https']} answer https, {found['drop_www']} serve "
+          f"the same without www.; {found['skipped']} probed before or with nothing to probe "
+          "(answers in dedup_url_fixes)")
+
+
 def connect(path):
     """A connection with the extension loaded: the standard module if it can
     load extensions, else apsw if installed. Exits with the reason (status 1)
@@ -167,6 +188,9 @@ def main(argv=None):
     common.add_argument("--against", metavar="DB",
                      help="also compare with another database's pages (a path, opened read-only and left "
                           "as it is); only this database's pages are removed (docs/crawl-time.md)")
+    common.add_argument("--fix-urls", action="store_true",
+                     help="probe the hosts not probed yet (as fix-urls does) and canonicalize by their answers: "
+                          "http -> https, www. dropped, where the host serves so (setting fix_urls)")
     common.add_argument("--full", action="store_true",
                      help="compare every row even when only some are new since the last run (docs/incremental.md)")
     common.add_argument("--dry-run", action="store_true",
@@ -210,6 +234,16 @@ def main(argv=None):
     similar.add_argument("file", nargs="?", default="-", help="the page's content (HTML or text; default: stdin)")
     similar.add_argument("--title", help="the page's title")
     similar.add_argument("--json", action="store_true", help="print the answer as JSON")
+    fix = sub.add_parser("fix-urls", help="probe each host: does https answer, does the host without www. "
+                                          "serve the same (kept in dedup_url_fixes; run --fix-urls uses them)")
+    fix.add_argument("db")
+    fix.add_argument("--table", default="pages", help="the table of pages (default pages)")
+    fix.add_argument("--timeout", type=float, default=2.0, help="seconds each request may take (2)")
+    fix.add_argument("--workers", type=int, default=8, help="requests in flight at once (8)")
+    fix.add_argument("--refresh", action="store_true", help="probe the hosts probed before again")
+    fix.add_argument("--connect-to", action="append", default=[], metavar="HOST:PORT:HOST2:PORT2",
+                     help="connect to HOST2:PORT2 for requests to HOST:PORT, as curl's option (repeatable)")
+    fix.add_argument("--cafile", help="a PEM file of the certificates that verify https (default: the system's)")
     sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
     problem = database_problem(args.db)
@@ -228,6 +262,7 @@ def main(argv=None):
                 "boilerplate_min_pages": args.boilerplate_min_pages,
                 "url_rules": args.url_rules, "lsh_election": args.lsh_election,
                 "busy_timeout": args.busy_timeout, "against": args.against,
+                "fix_urls": True if args.fix_urls else None,
                 "full": True if args.full else None}.items() if v is not None}
             if args.busy_timeout is not None:
                 # (The connection's own timeout comes first: Python's is 5 s.)
@@ -235,6 +270,8 @@ def main(argv=None):
             if args.secure_delete:
                 value = {"on": "1", "off": "0", "fast": "fast"}[args.secure_delete]
                 conn.execute(f"PRAGMA secure_delete = {value}")
+            if args.fix_urls:
+                print_probed(sqlite_dedup.fix_urls(conn, table=args.table or "pages"))
             if args.dry_run or args.command == "plan":
                 print_plan(sqlite_dedup.plan(conn, **settings))
                 return 0
@@ -303,6 +340,14 @@ def main(argv=None):
                       file=sys.stderr)
                 return 1
             print(f"wrote {args.output}")
+        elif args.command == "fix-urls":
+            resolver, context = connect_to(args.connect_to), None
+            if args.cafile:
+                import ssl
+                context = ssl.create_default_context(cafile=args.cafile)
+            print_probed(sqlite_dedup.fix_urls(conn, table=args.table, timeout=args.timeout,
+                                               workers=args.workers, refresh=args.refresh,
+                                               resolver=resolver, context=context))
         elif args.command == "similar":
             try:
                 if args.file == "-":

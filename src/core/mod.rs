@@ -23,6 +23,7 @@ pub mod sketch;
 pub mod text;
 pub mod url;
 pub mod url_common;
+pub mod url_host;
 pub mod url_model;
 pub mod url_options;
 pub mod url_reference;

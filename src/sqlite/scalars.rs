@@ -365,6 +365,11 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
         })))
     })?;
 
+    db.create_scalar_function("url_host", 1, PURE, |ctx| {
+        let u = text_arg(ctx, 0, "url_host", "url")?;
+        Ok(text_result(u.and_then(crate::core::url_host::host_key)))
+    })?;
+
     db.create_scalar_function("url_discard_reason", -1, PURE, |ctx| {
         check_arity(ctx, "url_discard_reason", 1, 2)?;
         let opts = url_options(ctx, 1, "url_discard_reason")?;

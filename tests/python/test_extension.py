@@ -12,7 +12,7 @@ FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_apply_plan",
              "dedup_run", "dedup_similar", "dedup_sort_key",
              "dedup_version", "dupe_probability", "hamming_distance", "html_text", "is_html", "lev_ratio", "lsh_params", "lsh_probability",
              "main_text", "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
-             "strip_segments", "url_discard_reason", "url_domain", "url_rule_params", "url_wayback"]
+             "strip_segments", "url_discard_reason", "url_domain", "url_host", "url_rule_params", "url_wayback"]
 
 
 @pytest.fixture(scope="module")

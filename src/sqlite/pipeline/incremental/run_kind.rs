@@ -44,6 +44,8 @@ fn always_full(s: &Settings) -> Option<&'static str> {
         Some("url_rules (the learned rules change between runs)")
     } else if !s.prefer.is_empty() {
         Some("prefer (its order is ranked over every row)")
+    } else if s.fix_urls {
+        Some("fix_urls (the probed answers may change between runs)")
     } else if !s.against.is_empty() {
         Some("against (another database's pages are compared too)")
     } else {

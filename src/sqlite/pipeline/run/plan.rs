@@ -15,7 +15,7 @@ use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 60] = [
+pub const TEMP_OBJECTS: [(&str, &str); 61] = [
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
@@ -78,6 +78,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 60] = [
     ("VIEW", "_dedup_pages"),
     ("TABLE", "_dedup_against"),
     ("TABLE", "_dedup_against_of"),
+    ("TABLE", "_dedup_url_fixes"),
     ("VIEW", "_dedup_source"),
 ];
 
@@ -109,6 +110,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let run = next_run(db)?;
     source.create_view(db)?;
     let against = crate::sqlite::pipeline::tables::against::load(db, &source, s)?;
+    crate::sqlite::pipeline::tables::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
     write_prefer(db, &source, s)?;
     lap("plan: checks", &mut lapped);

@@ -80,6 +80,10 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
     if let Some(v) = checked(pairs, "full", rule, |v| flag(v, true))? {
         s.full = v;
     }
+    let rule = "must be true or false (1 or 0)";
+    if let Some(v) = checked(pairs, "fix_urls", rule, |v| flag(v, true))? {
+        s.fix_urls = v;
+    }
     let rule = "must be a label of at most 200 characters";
     if let Some(v) = checked(pairs, "job", rule, |v| match v {
         Value::Null => Some(String::new()),
@@ -183,6 +187,9 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
                 ))
             }
         };
+    }
+    if s.compat == Compat::Reference && s.fix_urls {
+        return fail("dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
     }
     if s.compat == Compat::Reference {
         // (lsh is not the reference's; its chain election is the window's.)

@@ -11,7 +11,7 @@ use rusqlite::types::Value;
 use rusqlite::Connection;
 
 /// The settings that JSON's `true` and `false` may give (as 1 and 0).
-const YES_OR_NO: [&str; 2] = ["discard_params", "full"];
+const YES_OR_NO: [&str; 3] = ["discard_params", "full", "fix_urls"];
 
 /// Reads the settings: `dedup_settings` first, then `overrides` (a JSON
 /// object or NULL, the argument of the SQL function `function`, which the
@@ -154,7 +154,11 @@ fn json_pairs(
         if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
             return fail(format!(
                 "{function}: {key} is not a true-or-false setting (only {} are), got {} in {}",
-                YES_OR_NO.join(" and "),
+                format!(
+                    "{} and {}",
+                    YES_OR_NO[..YES_OR_NO.len() - 1].join(", "),
+                    YES_OR_NO[YES_OR_NO.len() - 1]
+                ),
                 if value == Value::Integer(1) {
                     "true"
                 } else {

@@ -12,10 +12,10 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
            distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
            near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER, boilerplate TEXT,
            boilerplate_min_pages INTEGER, url_rules REAL, compat TEXT, strict_options TEXT,
-           lsh_election TEXT);",
+           lsh_election TEXT, fix_urls INTEGER);",
     )?;
     db.execute(
-        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         params![
             run,
             rows_before,
@@ -32,7 +32,8 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
             s.url_rules,
             s.compat.as_str(),
             s.strict_options(),
-            s.lsh_election.as_str()
+            s.lsh_election.as_str(),
+            s.fix_urls as i64
         ],
     )?;
     Ok(())

@@ -5,7 +5,7 @@ use crate::sqlite::pipeline::settings::choices::{Boilerplate, Compat, LshElectio
 use rusqlite::{params, Connection, Result};
 
 /// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 20] = [
+pub const KEYS: [&str; 21] = [
     "threshold",
     "distance",
     "discard_params",
@@ -26,6 +26,7 @@ pub const KEYS: [&str; 20] = [
     "full",
     "job",
     "against",
+    "fix_urls",
 ];
 
 /// Checked settings of one run.
@@ -92,6 +93,10 @@ pub struct Settings {
     /// Where `against` came from (a path read from `dedup_settings` is
     /// refused: a database may not make the run open another file).
     pub against_from: Origin,
+    /// Canonical URLs use the answers `dedup_url_fixes` holds for their host
+    /// (http upgraded to https, `www.` dropped, where the probe found so:
+    /// [`crate::sqlite::pipeline::tables::url_fixes`]).
+    pub fix_urls: bool,
     /// Which phases run here ([`Phases`]; not a setting of its own: the
     /// entry point decides).
     pub phases: Phases,
@@ -148,6 +153,7 @@ impl Default for Settings {
             job: String::new(),
             against: String::new(),
             against_from: Origin::Caller,
+            fix_urls: false,
             phases: Phases::All,
         }
     }
@@ -184,10 +190,10 @@ impl Settings {
     /// The settings as a JSON object (recorded in `dedup_runs.settings`).
     pub fn to_json(&self, db: &Connection) -> Result<String> {
         db.query_row(
-            "SELECT CASE WHEN ?18 = '' THEN j ELSE json_set(j, '$.against', ?18) END FROM (SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END AS j FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
+            "SELECT CASE WHEN ?19 THEN json_set(k, '$.fix_urls', 1) ELSE k END FROM (SELECT CASE WHEN ?18 = '' THEN j ELSE json_set(j, '$.against', ?18) END AS k FROM (SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END AS j FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
                     'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
                     'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o))",
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o)))",
             params![
                 self.threshold,
                 self.distance,
@@ -206,7 +212,8 @@ impl Settings {
                 columns_json(&self.columns),
                 self.lsh_election.as_str(),
                 self.job,
-                self.against
+                self.against,
+                self.fix_urls
             ],
             |r| r.get(0),
         )
