@@ -153,12 +153,9 @@ fn json_pairs(
         // setting would take: `"distance": true` would compare nothing.)
         if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
             return fail(format!(
-                "{function}: {key} is not a true-or-false setting (only {} are), got {} in {}",
-                format!(
-                    "{} and {}",
-                    YES_OR_NO[..YES_OR_NO.len() - 1].join(", "),
-                    YES_OR_NO[YES_OR_NO.len() - 1]
-                ),
+                "{function}: {key} is not a true-or-false setting (only {} and {} are), got {} in {}",
+                YES_OR_NO[..YES_OR_NO.len() - 1].join(", "),
+                YES_OR_NO[YES_OR_NO.len() - 1],
                 if value == Value::Integer(1) {
                     "true"
                 } else {
