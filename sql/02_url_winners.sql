@@ -5,8 +5,9 @@
 -- datetime, newer crawled, longer content (the reference's
 -- _ELECTION_ORDER_URL), https, lower source rowid; NULL dates and lengths
 -- last. dedup_elected() ranks as first_value(id) OVER (PARTITION BY url ORDER BY
--- the ranking) would, from a sort in memory (SQLite's sorter took 3-4 times
--- as long); _dedup_url_ranked keeps each row's survivor.
+-- the ranking) would, from a sort in memory (faster than SQLite's sorter:
+-- benches/results/design-measurements.md, "The election sorts in memory"); _dedup_url_ranked keeps each
+-- row's survivor.
 DROP VIEW IF EXISTS temp._dedup_url_ballots;
 CREATE TEMP VIEW _dedup_url_ballots AS
 SELECT source_rowid AS id,

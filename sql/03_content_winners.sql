@@ -24,8 +24,8 @@ FROM dedup_elected('_dedup_content_ballots', 'content_hash',
              'prefer_rank, external, datetime DESC, crawled DESC, url_length, https DESC, id');
 DROP VIEW temp._dedup_content_ballots;
 -- Survivors of phases 2 and 3, inserted in rowid order (appended to the
--- b-tree, not put between its rows). At 1M pages: 0.6-0.8 s against
--- 1.9-2.0 s with a lookup of _dedup_prepared per URL survivor, unsorted.
+-- b-tree, not put between its rows), not looked up per URL survivor
+-- (benches/results/design-measurements.md, "Rows inserted in rowid order").
 DROP TABLE IF EXISTS temp._dedup_exact_winners;
 CREATE TEMP TABLE _dedup_exact_winners (source_rowid INTEGER PRIMARY KEY);
 INSERT INTO _dedup_exact_winners

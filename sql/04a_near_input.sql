@@ -26,7 +26,7 @@ DROP TABLE IF EXISTS temp._dedup_lsh_new;
 CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);
 -- domain and fill_parsed are copied from _dedup_prepared so that reading a
 -- text (by pos, in the scan) looks up pages only, not _dedup_prepared too:
--- on 1M pages a text read costs 17 us through _dedup_prepared, 13 without.
+-- a fifth less a read (benches/results/design-measurements.md, "Phase 4's input copies domain and fill_parsed").
 -- (url and own = 1 for the table's rows, not placeholders: for the index
 -- of incremental runs, see below.)
 -- settled, tlen, need, slots: NULL in a full run; an incremental run's

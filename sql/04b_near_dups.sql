@@ -61,9 +61,10 @@ FROM _dedup_near_input AS i;
 -- 'lsh' mode reads a text several times, in an order unrelated to where
 -- pages stores it (a candidate may be any later row): the texts are copied
 -- once, in scan order, into a compact temp table (no overflow pages, no
--- other columns). On 1M pages a random text read costs 5 us there against
--- 12 us through _dedup_near_texts, and the scan reads 3.3M texts; the copy
--- takes 2.5 s and temp disk as large as the texts (553 MB). Dropped at the
+-- other columns): a random read there costs less than half of one through
+-- _dedup_near_texts, and the scan reads each text several times; the copy
+-- takes temp disk as large as the texts (benches/results/design-measurements.md, "lsh mode copies the
+-- texts"). Dropped at the
 -- end of this phase. (The window mode reads each text once, in order.)
 DROP TABLE IF EXISTS temp._dedup_near_copy;
 -- (settled: an incremental run's rows of the last run, known apart from

@@ -18,7 +18,7 @@ WITH stripped(id) AS (
     AND strip_segments(g.content, c.hashes) <> g.content
 )
 -- (Inserted in rowid order: appended to the table's b-tree, not put
--- between its rows, 0.7-0.9 s against 1.7-2.1 s for 672,398 rows at 1M.)
+-- between its rows: benches/results/design-measurements.md, "Rows inserted in rowid order".)
 INSERT INTO _dedup_removal
 SELECT * FROM (
 SELECT source_rowid, 1 AS phase, discard_reason AS reason, NULL AS survivor, NULL AS ratio
@@ -53,9 +53,9 @@ DROP TABLE IF EXISTS temp._dedup_apart;
 DROP TABLE IF EXISTS temp._dedup_apart_all;
 -- Phase 2 left one survivor per URL key, coalesce(strict_url,
 -- canonical_url), so a canonical URL two survivors share is the canonical
--- URL of a survivor whose strict URL differs from it (a few rows: 5 of 1M
--- builder pages): the groups are counted among those URLs only, each
--- looked up by _dedup_prepared_url (0.24 s against 2.9 s at 1M). An
+-- URL of a survivor whose strict URL differs from it (a few rows): the
+-- groups are counted among those URLs only, each looked up by
+-- _dedup_prepared_url (benches/results/design-measurements.md, "Kept-apart groups among few URLs"). An
 -- incremental run prepares only some rows: the index's other kept rows
 -- of such URLs come from temp._dedup_index_apart (empty in a full run).
 CREATE TEMP TABLE _dedup_apart_all AS
@@ -116,8 +116,8 @@ DROP TABLE temp._dedup_apart;
 -- then stayed, has that pair's ratio; the others are compared here with the
 -- threshold as cutoff (lev_ratio's banded kernel): the ratio when above it,
 -- else 0.0, kept as NULL with below = 1. (The exact ratio of those pairs
--- would take the unbanded kernel: 0.79 s for the 273 such pairs of a 30k
--- builder corpus, against 0.02 s.) Pairs past the size cap get no ratio.
+-- would take the unbanded kernel, many times slower: benches/results/design-measurements.md, "Final ratios
+-- with the banded kernel".) Pairs past the size cap get no ratio.
 DROP TABLE IF EXISTS temp._dedup_final;
 CREATE TEMP TABLE _dedup_final (removed INTEGER PRIMARY KEY, final INTEGER, ratio REAL, below INTEGER);
 DROP TABLE IF EXISTS temp._dedup_drift;
@@ -144,7 +144,7 @@ SELECT id, at, nullif(ratio, 0.0), ratio = 0.0 FROM (
                     WHERE a.id = l.id AND b.id = l.at
                       AND CAST(length(a.text) AS REAL) * length(b.text) <= 1e11) END AS ratio
   -- (In rowid order: the texts are read, and the rows inserted, in the
-  -- order the tables keep them; 2.7 s against 4.4 s at 1M pages.)
+  -- order the tables keep them: benches/results/design-measurements.md, "Rows inserted in rowid order".)
   FROM last AS l JOIN _dedup_near_removed AS r ON r.source_rowid = l.id ORDER BY l.id);
 INSERT INTO _dedup_drift
 SELECT f.removed, f.final FROM _dedup_final AS f CROSS JOIN _dedup_run AS s

@@ -52,7 +52,7 @@ CROSS JOIN main.dedup_index AS o ON o.rid = c.rid
 CROSS JOIN _dedup_index_keys AS k ON k.key = o.url_key
 CROSS JOIN main.dedup_index AS x ON x.rid = k.rid AND x.url_key = k.key AND x.canonical_url = o.canonical_url;
 -- (Each row looked up by its rowid: an IN over the index's skipped rows
--- would read the whole index, 1.1 s from disk at 1M pages.)
+-- would read the whole index: benches/results/design-measurements.md, "Clean rows looked up by rowid".)
 DELETE FROM _dedup_clean
 WHERE rid IN (SELECT rid FROM _dedup_dirty) OR rid IN (SELECT rid FROM _dedup_gone)
    OR EXISTS (SELECT 1 FROM main.dedup_index AS x

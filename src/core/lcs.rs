@@ -16,7 +16,8 @@ use crate::core::halt::{never, try_vec, Halt};
 /// How many rows of `b` run between two early-exit checks.
 const CHECK_EVERY: usize = 32;
 
-/// Words of work (64 cells each) between two calls of `stop`: about 50 µs.
+/// Words of work (64 cells each) between two calls of `stop` (their time:
+/// benches/results/design-measurements.md, "LCS kernel budgets").
 const STOP_EVERY_WORDS: usize = 1 << 16;
 
 /// Distinct symbols of `a` up to which the dense table is used: it holds
@@ -291,17 +292,16 @@ impl<'a, A: Copy + Into<u32>> LcsQuery<'a, A> {
 /// which the bounded diff is tried first (below it the kernel is quick).
 pub const DIFF_FIRST: u128 = 1 << 30;
 
-/// The diff's budget of steps before the kernel takes over (about 0.02 s).
+/// The diff's budget of steps before the kernel takes over.
 pub const DIFF_TRIAL: u64 = 1 << 22;
 
 /// Past the common prefix and suffix, the largest product of two lengths
-/// the bit-parallel kernel takes on (its work grows with the product: a
-/// pair of different 1 MB texts took 0.5 s); longer pairs go to the bounded
-/// diff.
+/// the bit-parallel kernel takes on (its work grows with the product:
+/// benches/results/design-measurements.md, "LCS kernel budgets"); longer pairs go to the bounded diff.
 pub const LARGE_PAIR: u128 = 1 << 40;
 
-/// The bounded diff's budget of steps for a pair past [`LARGE_PAIR`] (about
-/// 0.25 s); undecided then, the pair is [`Bounded::TooLong`].
+/// The bounded diff's budget of steps for a pair past [`LARGE_PAIR`];
+/// undecided then, the pair is [`Bounded::TooLong`].
 pub const DIFF_BUDGET: u64 = 1 << 26;
 
 /// What [`LcsQuery::bounded`] found.

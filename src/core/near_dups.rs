@@ -374,7 +374,7 @@ pub(super) fn verify<'t>(
         )
     };
     // Waking the pool costs more than a few kernels on page-sized texts
-    // (measured: 1.35x slower at 100k pages); it pays for long texts.
+    // (benches/results/design-measurements.md, "Kernels on the calling thread"); it pays for long texts.
     let work: usize = candidates
         .iter()
         .map(|&(_, total, max)| total.saturating_mul(max.max(1)))

@@ -20,15 +20,14 @@
 //! corpora. A job comparing such an anchor posts its pairs on the round's
 //! [`Board`], and a thread left without a job helps with them
 //! ([`map_shared`]) instead of waiting at the end of the round (handing
-//! them to the crate's pool instead put four threads on two cores: the scan
-//! alone was 1.49x one thread at the reference's 20k pages, 1.83x with the
-//! help, fastest of 12 runs each).
+//! them to the crate's pool instead put four threads on two cores:
+//! benches/results/design-measurements.md, "Helping with shared pairs").
 //!
 //! The election proper then uses the verdicts it needs and runs the kernel
 //! on the few pairs the speculation did not compare (a job did not know of
-//! a removal the election made, or made one the election did not): 54 of
-//! 23,373 at 100k pages, while the speculation compares 1.1% more pairs
-//! than the election needs. A verdict is a fact about its pair, so the removals
+//! a removal the election made, or made one the election did not): few, and
+//! the speculation compares few more pairs than the election needs (the
+//! same page). A verdict is a fact about its pair, so the removals
 //! are the sequential scan's whatever the speculation guessed.
 //!
 //! Comparing pairs ahead without electing (every pair, or only those no

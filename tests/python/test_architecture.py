@@ -101,3 +101,25 @@ def test_every_own_object_a_run_leaves_is_on_the_page(tmp_path):
     assert len(left) > 20
     shown = page_names()
     assert all(on_page(n, shown) for n in left), [n for n in left if not on_page(n, shown)]
+
+
+MEASURED = re.compile(r"^\s*(?://|--).*\b\d+(?:\.\d+)? ?(?:s|ms|us|µs)\b")
+CITED = re.compile(r'design-measurements\.md, "([^"]+)"')
+
+
+def test_measured_times_live_in_benches_results_and_every_citation_names_a_heading():
+    """A comment says why; the seconds that decided it are in
+    benches/results/design-measurements.md, under the heading the comment
+    names (and no comment of src/ or sql/ gives a time itself)."""
+    page = open(os.path.join(P.ROOT, "benches", "results", "design-measurements.md"), encoding="utf-8").read()
+    headings = set(re.findall(r"^## (.+)$", page, re.M))
+    timed, cited = [], []
+    for path in sources():
+        text = open(path, encoding="utf-8").read()
+        timed += [f"{os.path.relpath(path, P.ROOT)}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                  if MEASURED.search(line)]
+        joined = " ".join(re.sub(r"\n\s*(?://[/!]?|--)", " ", text).split())  # (a citation may span lines)
+        cited += [(os.path.relpath(path, P.ROOT), h) for h in CITED.findall(joined)]
+    assert timed == [], timed
+    assert len(cited) >= 10
+    assert [c for c in cited if c[1] not in headings] == []

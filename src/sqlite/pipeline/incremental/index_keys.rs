@@ -5,8 +5,8 @@
 //!
 //! The keys hash the texts, so a batch's rows land on random pages of any
 //! b-tree of them: as SQLite indexes on `dedup_index`, a 1% batch at 1M
-//! pages rewrote nearly every page of both (0.12 s of a 0.9 s run, and as
-//! much again to journal and write them). Here they live in two tables of
+//! pages rewrote nearly every page of both, and journalled them (measured:
+//! benches/results/design-measurements.md, "Index keys in tables of their own"). Here they live in two tables of
 //! `(key, rid)`: `main.dedup_index_keys`, written whole and in order, and
 //! `main.dedup_index_keys_new`, the entries added since (few pages). A
 //! row that leaves the index (deleted or edited by the user, removed, or
@@ -14,7 +14,7 @@
 //! `dedup_index` holds its rowid with its key, which every look-up checks
 //! (`x.url_key = k.key`, `x.hash_key = k.key`). Once the entries added and
 //! the rows that left number a quarter of the written entries, the run
-//! writes the table whole again from `dedup_index` (0.2 s at 1M pages).
+//! writes the table whole again from `dedup_index`.
 //!
 //! `dedup_index_state` keeps `keys_written` (the entries written whole)
 //! and `keys_left` (the rows that left since).
