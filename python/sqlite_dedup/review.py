@@ -225,7 +225,9 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
         f"""SELECT w.rowid, w.run, w.phase, w.reason, w.ratio, w.final_survivor, w.final_url, w.url,
                    {text_of("d", "dedup_removed")}, NULL, {text_of("p", table)}, NULL,
                    (SELECT n.ratio FROM dedup_notes AS n WHERE n.dedup_run = w.run AND n.dedup_rowid = w.rowid
-                      AND n.kind = 'final' AND n.other = w.final_survivor)
+                      AND n.kind = 'final' AND n.other = w.final_survivor),
+                   (SELECT n.note FROM dedup_notes AS n WHERE n.dedup_run = w.run AND n.dedup_rowid = w.rowid
+                      AND n.kind = 'survivor elsewhere' LIMIT 1)
             FROM dedup_why AS w
             JOIN dedup_removed AS d ON d.dedup_rowid = w.rowid AND d.dedup_run = w.run
             LEFT JOIN {quoted} AS p ON p.rowid = w.final_survivor
@@ -234,7 +236,7 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
     items = []
     budget = Budget()
     for (rowid, run, phase, reason, ratio, final, final_url, url, d_parsed, d_content, p_parsed, p_content,
-         final_ratio) in rows:
+         final_ratio, elsewhere) in rows:
         domain = url.split("/")[2].lower() if isinstance(url, str) and "://" in url else ""
         domains[domain] = domains.get(domain, 0) + 1
         removed_text = d_parsed if d_parsed is not None else d_content
@@ -243,6 +245,9 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
             left, right = word_diff(removed_text, kept_text, budget=budget)
             diff = (f'<div class="diff"><div><b>removed</b> {left}</div>'
                     f'<div><b>kept</b> {right}</div></div>')
+        elif elsewhere is not None:
+            # (A survivor in another shard of a Spark job, or in the database a run was against.)
+            diff = '<div class="diff"><i>the survivor is in another database: not shown here</i></div>'
         else:
             diff = '<div class="diff"><i>no survivor (left in phase 1 or 5)</i></div>'
         figures = []
@@ -258,7 +263,7 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
                else f'<code>sqlite-dedup explain DB {_number(rowid)}</code>')
             + '</small></td>'
             f'<td>{_esc(reason)}<br><small>{"; ".join(figures)}</small></td>'
-            f'<td>{"" if final is None else f"rowid {_number(final)}<br>" + _esc(final_url)}</td>'
+            f'<td>{_esc(elsewhere or "") if final is None else f"rowid {_number(final)}<br>" + _esc(final_url)}</td>'
             f'<td>{diff}</td></tr>')
     apart = conn.execute("SELECT dedup_run, dedup_rowid, note FROM dedup_notes WHERE kind = 'kept apart' "
                          "ORDER BY dedup_run DESC, dedup_rowid LIMIT 200").fetchall() if "dedup_notes" in has else []

@@ -174,6 +174,12 @@ def test_the_command_runs_and_explains_it(tmp_path):
     out = subprocess.run(cli + ["explain", new, str(rowid)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert f"lost to: {note} (the database the run was against)" in out.stdout, out.stdout
+    assert sqlite3.connect(new).execute("SELECT elsewhere FROM dedup_why WHERE rowid = ?", (rowid,)).fetchone()[0] \
+        == note
+    page = str(tmp_path / "review.html")
+    out = subprocess.run(cli + ["report", new, "-o", page], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert f"<td>{note}</td>" in open(page, encoding="utf-8").read()
     # The Python API: the report's `against` member, after a restore.
     script = ("import json, sqlite3, sys, sqlite_dedup\n"
               "conn = sqlite3.connect(sys.argv[1])\n"

@@ -320,11 +320,6 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
     Ok(())
 }
 
-/// `dedup_why`: for every removed row, why it left and the final survivor
-/// it lost to (following survivors that later phases or runs removed), and
-/// for a near duplicate the ratio to that survivor when it is the final
-/// survivor of its own run (above the threshold; a note says when below).
-/// Plain SQL in the user's database: readable without the extension.
 /// Keeps in `dedup_rewritten.written` what each rewritten column holds
 /// after the rewrite (restore gives the old value back only where it still
 /// does), and refuses a rewrite a trigger cancelled or undid: its row would
@@ -372,6 +367,13 @@ fn record_written(
     Ok(())
 }
 
+/// `dedup_why`: for every removed row, why it left and the final survivor
+/// it lost to (following survivors that later phases or runs removed), and
+/// for a near duplicate the ratio to that survivor when it is the final
+/// survivor of its own run (above the threshold; a note says when below),
+/// and, when the survivor is in another database (`against`) or shard
+/// (Spark), where (`elsewhere`).
+/// Plain SQL in the user's database: readable without the extension.
 fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
     match schema::object_type(db, "dedup_why")?.as_deref() {
         None | Some("view") => {}
@@ -401,7 +403,9 @@ fn create_why_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
                 l.at AS final_survivor,
                 CASE WHEN l.at IS NULL THEN NULL ELSE l.path || ' -> ' || l.at END AS chain,
                 (SELECT {qurl} FROM {table} WHERE {rowid} = l.at) AS final_url,
-                n.ratio AS final_ratio, n.note AS final_note
+                n.ratio AS final_ratio, n.note AS final_note,
+                (SELECT e.note FROM dedup_notes AS e WHERE e.dedup_run = d.dedup_run AND e.dedup_rowid = d.dedup_rowid
+                   AND e.kind = 'survivor elsewhere' LIMIT 1) AS elsewhere
          FROM dedup_removed AS d JOIN last AS l ON l.start = d.rowid
          LEFT JOIN dedup_notes AS n
            ON n.dedup_run = d.dedup_run AND n.dedup_rowid = d.dedup_rowid AND n.kind = 'final' AND n.other = l.at;",
