@@ -22,7 +22,7 @@
 -- (url_rule_params), so those variants meet in phase 2. With fix_urls on,
 -- they also take their host's options from temp._dedup_url_fixes (https,
 -- strip_www: what a probe found the host serves; see
--- src/sqlite/pipeline/tables/url_fixes.rs).
+-- src/sqlite/pipeline/run/url_fixes.rs).
 -- strict_url is the canonical URL that keeps every query parameter but the
 -- tracking ones and learned rules (set only when the run drops the others:
 -- see _dedup_run.strict_options): phase 2 groups by it, so pages whose

@@ -1,6 +1,6 @@
 -- Phase 6, with the against setting: the plan kept to this table's rows.
 -- The other database's rows (temp._dedup_against, rids below every rowid
--- of the table, see src/sqlite/pipeline/tables/against.rs) took part in
+-- of the table, see src/sqlite/pipeline/run/against.rs) took part in
 -- every phase as the table's own; they never leave. A removal whose
 -- survivor is there keeps no survivor rowid (it is no row here): a
 -- 'survivor elsewhere' note names it, as a Spark job's names a survivor in

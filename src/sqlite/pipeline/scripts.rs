@@ -11,7 +11,7 @@ pub enum When {
     /// [`crate::sqlite::pipeline::incremental::run_kind`]).
     Incremental,
     /// In runs with the `against` setting only
-    /// ([`crate::sqlite::pipeline::tables::against`]).
+    /// ([`crate::sqlite::pipeline::run::against`]).
     Against,
 }
 

@@ -2,8 +2,11 @@
 //! [`apply`] (archive, delete, rewrite, record) inside [`atomic`], the
 //! [`report`]; [`restore`] undoes the latest run. [`locate`] names the row a
 //! write was refused on; [`progress`] tells a display how far a run is;
-//! [`kept_apart`] is phase 6's aggregate.
+//! [`kept_apart`] is phase 6's aggregate. A run's other inputs: another
+//! database's pages ([`against`]) and the hosts' probed answers
+//! ([`url_fixes`]).
 
+pub mod against;
 pub mod apply;
 pub mod atomic;
 pub mod kept_apart;
@@ -13,3 +16,4 @@ pub mod progress;
 pub mod report;
 pub mod restore;
 pub mod similar;
+pub mod url_fixes;

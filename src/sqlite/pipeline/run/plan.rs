@@ -109,8 +109,8 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     crate::sqlite::pipeline::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
-    let against = crate::sqlite::pipeline::tables::against::load(db, &source, s)?;
-    crate::sqlite::pipeline::tables::url_fixes::load(db, s)?;
+    let against = crate::sqlite::pipeline::run::against::load(db, &source, s)?;
+    crate::sqlite::pipeline::run::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
     write_prefer(db, &source, s)?;
     lap("plan: checks", &mut lapped);

@@ -168,7 +168,7 @@ impl Report {
             kept_apart,
             drift,
             kind,
-            against: crate::sqlite::pipeline::tables::against::compared(db)?,
+            against: crate::sqlite::pipeline::run::against::compared(db)?,
         })
     }
 

@@ -88,14 +88,14 @@ pub struct Settings {
     pub job: String,
     /// Another database whose pages this run compares with the table's
     /// (a path, or the name of an attached schema): only the table's rows
-    /// leave ([`crate::sqlite::pipeline::tables::against`]); empty: none.
+    /// leave (`run/against.rs`); empty: none.
     pub against: String,
     /// Where `against` came from (a path read from `dedup_settings` is
     /// refused: a database may not make the run open another file).
     pub against_from: Origin,
     /// Canonical URLs use the answers `dedup_url_fixes` holds for their host
     /// (http upgraded to https, `www.` dropped, where the probe found so:
-    /// [`crate::sqlite::pipeline::tables::url_fixes`]).
+    /// `run/url_fixes.rs`).
     pub fix_urls: bool,
     /// Which phases run here ([`Phases`]; not a setting of its own: the
     /// entry point decides).
