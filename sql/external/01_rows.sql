@@ -2,7 +2,9 @@
 -- spark` elects over many shards at once): phase 1's values, the keys of
 -- every election as dedup_sort_key values (BLOBs whose byte order is
 -- SQLite's order of the values, so that another engine sorts them as the
--- phase scripts do), the text phase 4 compares, and phase 4's placeholders
+-- phase scripts do), the prefer setting's key (first in every election,
+-- NULL without the setting: src/sqlite/pipeline/run/prefer.rs), the text
+-- phase 4 compares, and phase 4's placeholders
 -- (placeholder = 1: url and rid only; kept in a table here, so that reading
 -- the view in batches of rids, as dedup_rows_arrow does, canonicalizes each
 -- archived URL once, under the run's URL rules).
@@ -35,6 +37,7 @@ SELECT p.source_rowid AS rid,
        dedup_sort_key(NULLIF(p.datetime, '')) AS datetime4_key,
        dedup_sort_key(NULLIF(p.crawled, '')) AS crawled4_key,
        dedup_sort_key(coalesce(p.length, 0)) AS length4_key,
+       (SELECT f.prefer_key FROM _dedup_prefer AS f WHERE f.rid = p.source_rowid) AS prefer_key,
        p.has_text,
        CASE WHEN p.has_text AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
             THEN coalesce(p.fill_parsed, g.parsed) END AS text
@@ -42,5 +45,5 @@ FROM _dedup_prepared AS p
 JOIN _dedup_source AS g ON g.rid = p.source_rowid
 UNION ALL
 SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
 FROM _dedup_rows_placeholders AS h;

@@ -140,6 +140,8 @@ def spark_cli(package, args, timeout=600, **env):
                           env=env_for(package, **env), timeout=timeout)
 
 
+PREFER = ["url LIKE 'http:%' DESC", "title COLLATE NOCASE DESC", "crawled NULLS LAST"]
+
 VARIANTS = [
     ("default", {}),
     ("threshold-0.9-n_min-3", {"threshold": 0.9, "n_min": 3}),
@@ -149,13 +151,19 @@ VARIANTS = [
     ("lsh-chain-threshold-0.9-n_min-3", {"near_mode": "lsh", "lsh_election": "chain", "threshold": 0.9, "n_min": 3}),
     ("lsh-threshold-1.0", {"near_mode": "lsh", "threshold": 1.0}),
     ("lsh-keep-params-8x4", {"near_mode": "lsh", "discard_params": 0, "lsh_bands": 8, "lsh_rows": 4}),
+    # prefer ranked over every shard: a direction, a collation (parity-5k has
+    # titles that differ only in case), NULLs placed last (247 rows have no
+    # crawled), and http before https, against the default order.
+    ("prefer", {"prefer": PREFER}),
+    ("lsh-prefer-n_min-3", {"near_mode": "lsh", "prefer": PREFER, "n_min": 3}),
 ]
 
 
 #: lsh variants: the most candidate-graph edges one task labels whole
 #: (`_lsh.TASK_EDGES`): 0 finds the components by Spark rounds alone, a few
 #: by rounds and then the task, None (the default) by the task alone.
-TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None}
+TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None,
+              "lsh-prefer-n_min-3": None}
 
 
 @pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])
@@ -173,6 +181,12 @@ def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, 
     assert got[1] == expected[1]
     assert got[0] == expected[0]
     assert report["rows_before"] == 5000 and report["rows_after"] == len(expected[0])
+    if "prefer" in settings:
+        # (The terms decide: without them other rows survive.)
+        (tmp_path / "plain").mkdir()
+        plain = P.copy_corpus(tmp_path / "plain")
+        whole_run(plain, {k: v for k, v in settings.items() if k != "prefer"})
+        assert set(state([plain])[1]) != set(expected[1])
     if settings.get("threshold", 0.9) < 1.0 and "near_mode" not in settings:
         # Ranges of 60 positions, a window of 49: boundaries fall inside groups.
         assert report["phase4_range_scans"] > report["phase4_rounds"] > 0
@@ -341,9 +355,10 @@ def test_the_command_line_options_are_the_run_settings(package):
     from sqlite_dedup.spark import cli
     args = cli.parser().parse_args(["run", "a.db", "b.db", "--near-mode", "lsh", "--lsh-bands", "8", "--lsh-rows",
                                     "2", "--lsh-election", "chain", "--keep-params", "--n-min", "3",
-                                    "--threshold", "0.85"])
+                                    "--threshold", "0.85", "--prefer", "crawled DESC", "--prefer", "url"])
     assert cli.settings_of(args) == {"near_mode": "lsh", "lsh_bands": 8, "lsh_rows": 2, "lsh_election": "chain",
-                                     "discard_params": 0, "n_min": 3, "threshold": 0.85}
+                                     "discard_params": 0, "n_min": 3, "threshold": 0.85,
+                                     "prefer": ["crawled DESC", "url"]}
     assert cli.settings_of(cli.parser().parse_args(["run", "a.db"])) == {}
 
 
@@ -424,9 +439,72 @@ def test_a_bad_shard_is_named_before_any_shard_changes(package, tmp_path):
 def test_settings_spark_does_not_take_are_refused(spark, tmp_path):
     from sqlite_dedup import spark as dedup_spark
     shards = split(P.DEMO, tmp_path, [0.5])
-    for settings in ({"prefer": ["crawled DESC"]}, {"boilerplate": "strip"}):
+    for settings in ({"boilerplate": "strip"}, {"url_rules": 0.5}):
         with pytest.raises(dedup_spark.UnsupportedSetting):
             dedup_spark.run(spark, shards, settings)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_prefer_keys_of_shards_rank_their_union_as_sqlite_ranks_it(tmp_path, seed):
+    """The keys dedup_prepare gives each shard's rows, sorted together, rank
+    the union as SQLite's dense_rank() over the terms ranks the one table:
+    values of every class (integers and reals that tie, texts that differ in
+    case or trailing spaces, BLOBs, NULLs), declared and written collations,
+    both directions and NULL placements (no Spark needed: this is the
+    contract the Spark elections rely on)."""
+    import random
+    rng = random.Random(seed)
+    ddl = "CREATE TABLE pages (url TEXT, parsed TEXT, a, b TEXT COLLATE NOCASE, c TEXT)"
+    words = ["x", "X", "x ", "ab", "Ab", "ab  ", "", "b\x00c", "é", "É"]
+    value = lambda: rng.choice([None, rng.randint(-3, 3), rng.choice([1.0, 2.5, -0.0]), rng.choice(words),
+                                rng.choice([b"", b"\x00", b"ab"])])
+    rows = [(f"https://s{rng.randint(1, 9)}.example/{i}", f"text {i}", value(), rng.choice(words + [None]),
+             rng.choice(words + [None])) for i in range(300)]
+    pool = ["a", "a DESC", "b", "b DESC NULLS FIRST", "c COLLATE RTRIM", "a NULLS LAST", "length(c) DESC",
+            "c COLLATE NOCASE ASC", "typeof(a)", "b || c"]
+    terms = rng.sample(pool, 3)
+    whole = str(tmp_path / "whole.db")
+    conn = sqlite3.connect(whole)
+    conn.execute(ddl)
+    conn.executemany("INSERT INTO pages VALUES (?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    expected = dict(conn.execute(f"SELECT rowid, dense_rank() OVER (ORDER BY {', '.join(terms)}) FROM pages"))
+    conn.close()
+    keys = {}
+    for lo, hi in [(1, 90), (90, 200), (200, 301)]:
+        path = str(tmp_path / f"shard-{lo}.db")
+        c = sqlite3.connect(path)
+        c.execute(ddl)
+        c.executemany("INSERT INTO pages (rowid, url, parsed, a, b, c) VALUES (?, ?, ?, ?, ?, ?)",
+                      [(i + 1,) + r for i, r in enumerate(rows) if lo <= i + 1 < hi])
+        c.commit()
+        c.close()
+        conn = P.connect(path)
+        conn.execute("SELECT dedup_prepare(?)", (json.dumps({"prefer": terms}),)).fetchone()
+        keys.update(conn.execute("SELECT rid, prefer_key FROM temp._dedup_rows WHERE placeholder = 0"))
+        conn.close()
+    distinct = sorted(set(keys.values()))
+    got = {rid: distinct.index(k) + 1 for rid, k in keys.items()}
+    assert got == expected, terms
+
+
+@pytest.mark.parametrize("term,says", [
+    ("title, url", "2 term(s) that SQLite reads as 3"),
+    ("title -- DESC", "incomplete input"),
+    ("title COLLATE mine", "no such collation sequence: mine"),
+])
+def test_a_prefer_term_spark_cannot_rank_across_shards_is_named_before_any_shard_changes(
+        spark, tmp_path, term, says):
+    """A prefer term must rank the rows of every shard together: one
+    ordering term of a built-in collation (the key of each row is checked
+    against SQLite's own ranking of the shard before it is used)."""
+    from sqlite_dedup import spark as dedup_spark
+    shards = split(P.DEMO, tmp_path, [0.5])
+    before = [dump(p) for p in shards]
+    with pytest.raises(Exception) as e:
+        dedup_spark.run(spark, shards, {"prefer": ["crawled DESC", term]})
+    assert says in str(e.value) and "nothing was changed" in str(e.value), str(e.value)[-2000:]
+    assert [dump(p) for p in shards] == before
 
 
 def test_the_pages_local_example_prints_what_it_shows(package, tmp_path):

@@ -30,7 +30,7 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 #: The settings a Spark run takes (the others make no sense across shards
 #: yet, see docs/scale-out.md).
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
-                      "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election")
+                      "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000

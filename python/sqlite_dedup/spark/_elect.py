@@ -2,7 +2,9 @@
 the tie-break rules of sql/02_url_winners.sql, sql/03_content_winners.sql
 and sql/05_domains.sql. Rows are (shard, rid); shard order then rowid is the
 single database's order. The sort keys are dedup_sort_key BLOBs: their
-byte order is SQLite's order of the values."""
+byte order is SQLite's order of the values; `prefer_key`, first in each
+election, is the prefer setting's order over every shard (NULL without
+it)."""
 
 
 def _window(key, order):
@@ -33,7 +35,7 @@ def exact_phases(prepared, persisted):
                           F.lit(None).cast("int").alias("survivor_shard"),
                           F.lit(None).cast("long").alias("survivor_rid"), ratio.alias("ratio")))
     urls = _elect(live.where("canonical_url IS NOT NULL"), "url_key", [
-        F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
+        F.col("prefer_key").asc(), F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
         F.col("length_key").desc_nulls_last(), F.col("https").desc(), F.col("shard").asc(), F.col("rid").asc()])
     urls = persisted(urls)
     url_lost = urls.where("survivor_shard <> shard OR survivor_rid <> rid")
@@ -41,7 +43,7 @@ def exact_phases(prepared, persisted):
                              "survivor_shard", "survivor_rid", ratio.alias("ratio"))
     url_winners = urls.where("survivor_shard = shard AND survivor_rid = rid").drop("survivor_shard", "survivor_rid")
     contents = _elect(url_winners.where("has_hash = 1"), "hash_key", [
-        F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
+        F.col("prefer_key").asc(), F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
         F.col("url_length").asc(), F.col("https").desc(), F.col("shard").asc(), F.col("rid").asc()])
     phase3 = (contents.where("survivor_shard <> shard OR survivor_rid <> rid")
                       .select("shard", "rid", F.lit(3).alias("phase"), F.lit("same content hash").alias("reason"),

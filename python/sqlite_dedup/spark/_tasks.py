@@ -17,7 +17,7 @@ ROW_COLUMNS = [
     ("domain", "string"), ("hash_key", "string"), ("has_hash", "int32"), ("external", "int32"),
     ("https", "int32"), ("datetime_key", "binary"), ("crawled_key", "binary"), ("length_key", "binary"),
     ("url_length", "int64"), ("datetime4_key", "binary"), ("crawled4_key", "binary"),
-    ("length4_key", "binary"), ("has_text", "int32"), ("text", "string"),
+    ("length4_key", "binary"), ("prefer_key", "binary"), ("has_text", "int32"), ("text", "string"),
 ]
 
 #: Rows per Arrow batch read from a shard.

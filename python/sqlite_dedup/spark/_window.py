@@ -25,14 +25,15 @@ def scan_order(winners, placeholders, texts):
     from pyspark.sql import functions as F
 
     live = winners.where("has_text = 1").select(
-        "shard", "rid", F.lit(0).alias("placeholder"), "canonical_url", "external", "datetime4_key",
+        "shard", "rid", F.lit(0).alias("placeholder"), "canonical_url", "prefer_key", "external", "datetime4_key",
         "crawled4_key", "length4_key", "https")
     holders = placeholders.select(
-        "shard", "rid", F.lit(1).alias("placeholder"), "canonical_url", F.lit(1).alias("external"),
+        "shard", "rid", F.lit(1).alias("placeholder"), "canonical_url",
+        F.lit(None).cast("binary").alias("prefer_key"), F.lit(1).alias("external"),
         F.lit(None).cast("binary").alias("datetime4_key"), F.lit(None).cast("binary").alias("crawled4_key"),
         F.lit(None).cast("binary").alias("length4_key"), F.lit(0).alias("https"))
     rows = live.unionByName(holders)
-    rank_order = [F.col("placeholder").asc(), F.col("external").asc(), F.col("datetime4_key").desc_nulls_last(),
+    rank_order = [F.col("placeholder").asc(), F.col("prefer_key").asc(), F.col("external").asc(), F.col("datetime4_key").desc_nulls_last(),
                   F.col("crawled4_key").desc_nulls_last(), F.col("length4_key").desc(), F.col("https").desc(),
                   F.col("canonical_url").asc(), F.col("shard").asc(), F.col("rid").asc()]
     pos_order = [F.col("canonical_url").asc(), F.col("shard").asc(), F.col("rid").asc(), F.col("placeholder").asc()]

@@ -29,6 +29,9 @@ def parser():
     run.add_argument("--table", help="the table of pages in every shard (default pages)")
     run.add_argument("--columns", metavar="JSON", help="the table's columns for the pipeline's names")
     run.add_argument("--compat", choices=["reference", "none"], help="'reference': the reference's behaviour")
+    run.add_argument("--prefer", action="append", metavar="TERM",
+                     help="an SQL ordering term every election puts first, ranked over every shard "
+                          "(repeat for more: each one term, such as \"url LIKE 'https:%%' DESC\")")
     add_near_mode_options(run)
     run.add_argument("--busy-timeout", type=int, metavar="MS",
                      help="milliseconds each shard's apply waits for another connection's lock (default 5000)")
@@ -42,6 +45,7 @@ def settings_of(args):
         "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
         "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
         "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
+        "prefer": args.prefer,
         "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election,
         "busy_timeout": args.busy_timeout}.items()
         if v is not None}

@@ -34,6 +34,7 @@ pub const ROW_COLUMNS: &[(&str, Kind)] = &[
     ("datetime4_key", Kind::Binary),
     ("crawled4_key", Kind::Binary),
     ("length4_key", Kind::Binary),
+    ("prefer_key", Kind::Binary),
     ("has_text", Kind::Int32),
     ("text", Kind::Utf8),
 ];

@@ -12,6 +12,7 @@ pub mod atomic;
 pub mod kept_apart;
 pub mod locate;
 pub mod plan;
+pub mod prefer;
 pub mod progress;
 pub mod report;
 pub mod restore;

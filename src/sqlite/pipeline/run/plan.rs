@@ -112,7 +112,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let against = crate::sqlite::pipeline::run::against::load(db, &source, s)?;
     crate::sqlite::pipeline::run::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
-    write_prefer(db, &source, s)?;
+    crate::sqlite::pipeline::run::prefer::write(db, &source, s)?;
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
@@ -177,118 +177,6 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         ],
     )?;
     Ok(planned)
-}
-
-/// `temp._dedup_prefer(rid, prefer_rank)`: each row's place in the order
-/// the `prefer` terms give (1 first; ties share a place), which every
-/// phase's election puts before its own rules; empty without terms. Each
-/// term is checked alone first, so that an error names it; terms read from
-/// `dedup_settings` are held to a schema's rules first
-/// ([`crate::sqlite::pipeline::settings::untrusted`]).
-fn write_prefer(db: &Connection, source: &Source, s: &Settings) -> Result<(), DedupError> {
-    let terms = &s.prefer;
-    db.execute_batch(
-        "DROP TABLE IF EXISTS temp._dedup_prefer;
-         CREATE TEMP TABLE _dedup_prefer (rid INTEGER PRIMARY KEY, prefer_rank INTEGER);",
-    )?;
-    if terms.is_empty() {
-        return Ok(());
-    }
-    let table = source.qualified();
-    let ranked = |terms: &str| {
-        format!(
-            "SELECT {rowid}, dense_rank() OVER (ORDER BY {terms}) FROM {table}",
-            rowid = source.rowid
-        )
-    };
-    // (Checked as the tail of a plain ordered read: the ranking's window
-    // adds a select of its own; the same text with its tail swallowed by a
-    // comment would not parse there.)
-    let ordered = |terms: &str| format!("SELECT {} FROM {table} ORDER BY {terms}", source.rowid);
-    let untrusted = s.prefer_from == settings::values::Origin::Database;
-    for (i, term) in terms.iter().enumerate() {
-        if untrusted {
-            crate::sqlite::pipeline::settings::untrusted::check(
-                db,
-                &source.table,
-                &ordered(term),
-                &format!(
-                    "prefer term {} from dedup_settings ({})",
-                    i + 1,
-                    crate::sqlite::pipeline::shown::excerpt(term)
-                ),
-            )?;
-        }
-        if let Err(e) = db.prepare(&format!("SELECT 1 FROM {table} ORDER BY {term}")) {
-            return fail(format!(
-                "dedup: prefer term {} must be an SQL ordering term over the columns of {}, got {}: {}; nothing was changed",
-                i + 1,
-                quote_ident(&source.table),
-                crate::sqlite::pipeline::shown::excerpt(term),
-                crate::sqlite::pipeline::shown::truncate(&DedupError::from(e).to_string(), 200)
-            ));
-        }
-    }
-    let joined = terms.join(", ");
-    if untrusted {
-        crate::sqlite::pipeline::settings::untrusted::check(
-            db,
-            &source.table,
-            &ordered(&joined),
-            "prefer from dedup_settings",
-        )?;
-    }
-    let all = ranked(&joined);
-    if let Err(e) = db.execute(&format!("INSERT INTO temp._dedup_prefer {all}"), []) {
-        return Err(prefer_failed(db, source, terms, e));
-    }
-    Ok(())
-}
-
-/// The error of `prefer` terms that failed while ranking the rows: the
-/// first term and row that fail alone, and SQLite's message.
-fn prefer_failed(
-    db: &Connection,
-    source: &Source,
-    terms: &[String],
-    e: rusqlite::Error,
-) -> DedupError {
-    let message = crate::sqlite::pipeline::shown::truncate(&DedupError::from(e).to_string(), 200);
-    let table = source.qualified();
-    let rowid = source.rowid;
-    let culprit = (|| -> Option<(usize, i64)> {
-        let mut ids = db.prepare(&format!("SELECT {rowid} FROM {table}")).ok()?;
-        let ids: Vec<i64> = ids
-            .query_map([], |r| r.get(0))
-            .ok()?
-            .collect::<rusqlite::Result<_>>()
-            .ok()?;
-        for (i, term) in terms.iter().enumerate() {
-            let mut one = db
-                .prepare(&format!(
-                    "SELECT dense_rank() OVER (ORDER BY {term}) FROM {table} WHERE {rowid} = ?1"
-                ))
-                .ok()?;
-            for id in &ids {
-                if one.query_row([id], |_| Ok(())).optional().is_err() {
-                    return Some((i, *id));
-                }
-            }
-        }
-        None
-    })();
-    DedupError::new(match culprit {
-        Some((i, id)) => format!(
-            "dedup: prefer term {} ({}) failed on the row of {} whose rowid is {id}: {message}; nothing was changed",
-            i + 1,
-            crate::sqlite::pipeline::shown::excerpt(&terms[i]),
-            quote_ident(&source.table),
-        ),
-        None => format!(
-            "dedup: the prefer terms failed while ranking the rows of {}: {message}; nothing was changed",
-            quote_ident(&source.table)
-        ),
-    })
 }
 
 /// Runs the phase scripts in order; the seconds each took.
