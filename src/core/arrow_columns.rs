@@ -76,7 +76,7 @@ impl Column {
     }
 
     fn mark(&mut self, valid: bool) {
-        if self.rows % 8 == 0 {
+        if self.rows.is_multiple_of(8) {
             self.validity.push(0);
         }
         if valid {
@@ -136,7 +136,7 @@ impl Column {
 }
 
 fn pad(out: &mut Vec<u8>) {
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
 }
@@ -226,7 +226,7 @@ mod tests {
         assert_eq!(u64_at(&b, at + 64), 4);
         assert_eq!(&b[at + 72..at + 76], "abé".as_bytes());
         assert_eq!(b.len(), at + 80);
-        assert!(b.len() % 8 == 0);
+        assert!(b.len().is_multiple_of(8));
     }
 
     #[test]

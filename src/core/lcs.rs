@@ -458,12 +458,12 @@ fn banded<M: Matches, B: Copy + Into<u32>>(
     // After `start` shared rows, H(i) = min(i, start): zeros below `start`.
     let mut s = try_vec(words, !0u64)?;
     s[..start / 64].fill(0);
-    if start % 64 > 0 {
+    if !start.is_multiple_of(64) {
         s[start / 64] &= !0u64 << (start % 64);
     }
     let zeros_below_len1 = |s: &[u64]| {
         let mut n: usize = s.iter().map(|w| w.count_zeros() as usize).sum();
-        if len1 % 64 > 0 {
+        if !len1.is_multiple_of(64) {
             n -= (s[words - 1] >> (len1 % 64)).count_zeros() as usize - len1 % 64;
         }
         n

@@ -240,7 +240,10 @@ pub struct Signature<'a> {
 impl<'a> Signature<'a> {
     /// Checks a BLOB made by [`MinHasher::to_blob`].
     pub fn parse(blob: &'a [u8]) -> Result<Self, String> {
-        if blob.len() < HEADER + 4 || &blob[..3] != b"MH\x01" || (blob.len() - HEADER) % 4 != 0 {
+        if blob.len() < HEADER + 4
+            || &blob[..3] != b"MH\x01"
+            || !(blob.len() - HEADER).is_multiple_of(4)
+        {
             return Err("not a minhash signature".into());
         }
         Ok(Signature {

@@ -91,7 +91,7 @@ pub fn learned_params(
             list.iter()
                 .filter(|(path, param, p)| {
                     *p >= min_probability
-                        && path.as_deref().map_or(true, |path| path == parts.path)
+                        && path.as_deref().is_none_or(|path| path == parts.path)
                         && !param.is_empty()
                         && present.contains(param)
                         && !param.contains([',', '|', '='])

@@ -58,3 +58,28 @@ def test_each_module_without_its_optional_dependencies_skips_what_needs_them(tmp
     skipped = [line for line in ran.stdout.splitlines() if line.startswith("SKIPPED")]
     assert skipped and all(any(w in line for w in ("install", "needs", "no apsw", "not installed"))
                            for line in skipped), skipped
+
+
+def test_the_declared_rust_version_is_at_least_every_dependencys():
+    """Cargo.toml's rust-version (which README and tests/run name) is no
+    older than the rust-version any crate the extension builds with declares,
+    as Cargo.lock resolves them: a toolchain older than that cannot build it.
+    (These machines have one toolchain, so no build at rust-version itself
+    runs here; clippy's incompatible_msrv lint, under -D warnings in CI,
+    holds our own code to the standard library of that version.)"""
+    import json
+    import re
+    manifest = open(os.path.join(P.ROOT, "Cargo.toml")).read()
+    declared = re.search(r'^rust-version = "([\d.]+)"', manifest, re.M).group(1)
+    version = lambda v: tuple(int(x) for x in v.split("."))[:2]
+    run = lambda *args: subprocess.run(["cargo", *args], cwd=P.ROOT, capture_output=True, text=True, check=True)
+    tree = run("tree", "--locked", "-e", "normal,build", "--features", "loadable_extension", "--prefix", "none")
+    built = {tuple(line.split()[:2]) for line in tree.stdout.splitlines() if line.strip()}
+    meta = json.loads(run("metadata", "--locked", "--format-version", "1").stdout)
+    needs = {p["name"]: p["rust_version"] for p in meta["packages"]
+             if (p["name"], "v" + p["version"]) in built and p.get("rust_version")}
+    assert needs and "url" in needs, sorted(built)[:5]
+    newest = max(needs.values(), key=version)
+    assert version(declared) >= version(newest), (declared, {n: v for n, v in needs.items() if v == newest})
+    assert f"Rust ≥ {declared}" in open(os.path.join(P.ROOT, "README.md")).read()
+    assert f"Rust >= {declared}" in open(os.path.join(P.ROOT, "tests", "run")).read()

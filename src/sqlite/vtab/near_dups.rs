@@ -99,7 +99,7 @@ impl Scan for WindowScan {
             .query_map([], |row| read_row(row, &input))?
             .inspect(|_| {
                 read += 1;
-                if read % 256 == 0 {
+                if read.is_multiple_of(256) {
                     progress::done(read);
                 }
             })

@@ -264,7 +264,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     };
     let movable: Vec<String> = common
         .iter()
-        .filter(|c| ipk_archived.map_or(true, |k| !c.eq_ignore_ascii_case(k)))
+        .filter(|c| ipk_archived.is_none_or(|k| !c.eq_ignore_ascii_case(k)))
         .map(|c| quote_ident(c))
         .collect();
     let mut moved = Vec::new();
