@@ -8,7 +8,7 @@ pip MaybeDont's DupePredictor (get_dupe_prob + update_model) on the same
 stream and threshold. A skip is avoided work when the URL's content was seen
 before in the stream, a false skip when it was new. Streams: the builder
 corpus (content = content_hash; near-copies count as new content, for both
-tools), tests/python/sites.py's param_crawl (content = its group) and its
+tools), tests/python/helpers/sites.py's param_crawl (content = its group) and its
 product_site, a shop whose pages are mostly chrome (content = the product).
 Content "seen before" = the same content key, or word 4-shingle Jaccard >= 0.9
 (exact sets) with an earlier row of the same host.
@@ -16,7 +16,7 @@ Content "seen before" = the same content key, or word 4-shingle Jaccard >= 0.9
 (MaybeDont 0.1 calls random.sample on a set, an error on Python 3.11 once a
 path has over 200 URLs; the replay hands it a sorted list instead.)
 
-Chrome: tests/python/sites.py's chrome_site with the default pipeline and
+Chrome: tests/python/helpers/sites.py's chrome_site with the default pipeline and
 with boilerplate = 'strip'; the corpus's external rows ('strip' vs 'keep');
 segments flagged vs trafilatura's duplicate_test over the same pages; the
 cost of building dedup_segments per 1,000 pages.
@@ -36,7 +36,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
 import pipeline as P  # noqa: E402
 from sites import chrome_site, param_crawl, product_site  # noqa: E402
 from corpora import DATA, corpus  # noqa: E402

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Copies found when the chrome differs from page to page: the shop of
-tests/python/sites.py (each product page and a mirror copy whose
+tests/python/helpers/sites.py (each product page and a mirror copy whose
 header, menu, "customers also viewed" box and footer differ), deduplicated
 (1) as HTML with the defaults (html_text), (2) as HTML with
 boilerplate = 'strip' (main_text), (3) after trafilatura's extract() put
@@ -21,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (A bench named html.py would shadow the standard library's html: benches/html_text.py.)
 sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.join(ROOT, "benches")]
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
 from sites import shop_with_changing_boxes  # noqa: E402
 
 EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))

@@ -11,7 +11,7 @@ the same databases, in one run.
 
 Corpora are built once into bench-data/ (git-ignored) with the corpus builder
 (seed 7; ref20k is the reference's timing corpus, seed 20240601). The reference time is the independent Python model of the reference
-(tests/python/reference_model.py) comparing every window pair with a full
+(tests/python/helpers/reference_model.py) comparing every window pair with a full
 Levenshtein.ratio, as the reference does; it also gives the survivors our run
 must equal (on our canonical URLs). Sizes above --reference-max skip it.
 The 'lsh' mode (near_mode = 'lsh') runs on the same copies; its table adds
@@ -32,7 +32,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
 import pipeline as P  # noqa: E402  phase runner shared with the tests
 from corpora import DATA, corpus, evict, pages, warm  # noqa: E402
 from floors import floor_write  # noqa: E402

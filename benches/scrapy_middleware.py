@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Scrapy middleware (`sqlite_dedup.scrapy.AvoidDupContentMiddleware`)
 against MaybeDont's own `AvoidDupContentMiddleware`, in real Scrapy crawls of
-tests/python/scrapy_site.py's local site (127.0.0.1; 1,117 requests, one at a
+tests/python/helpers/scrapy_site.py's local site (127.0.0.1; 1,117 requests, one at a
 time, exploration off), alternated: fetches avoided, false skips, and the
 seconds spent inside each middleware's two hooks (per request: ours /
 MaybeDont's, below 1× ours is cheaper). Writes a Markdown table to stdout.
@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python", "helpers"))
 from scrapy_site import Site, crawl, score, site_rows  # noqa: E402
 
 

@@ -128,14 +128,11 @@ def test_every_setting_is_a_flag_of_run_and_plan(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith("restored run 1:"), (out.stdout, out.stderr)
 
 
-def test_a_busy_timeout_given_to_run_is_that_calls_wait(tmp_path):
+def test_a_busy_timeout_given_to_run_is_that_calls_wait(tmp_path, sqlite_dedup):
     """sqlite_dedup.run(conn, busy_timeout=0) on a database another
     connection is writing fails at once (the connection's own 5 s would
     have waited out the lock), changes nothing, and leaves the connection's
     own timeout as it was; plan() likewise."""
-    import sys as _sys
-    _sys.path.insert(0, package(tmp_path))
-    import sqlite_dedup
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     before = P.fingerprint(db)
@@ -248,7 +245,7 @@ def test_a_spark_run_names_a_shard_that_is_no_database_before_spark_starts(tmp_p
     assert P.fingerprint(good) == before and not os.path.exists(tmp_path / "gone.db")
 
 
-def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path):
+def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path, sqlite_dedup):
     """`sqlite-dedup plan` and Python's plan(): the counts a run then removes,
     per phase and per domain (counted here from the run's archive), with
     examples; the database unchanged."""
@@ -261,9 +258,6 @@ def test_plan_gives_what_a_run_would_remove_per_phase_and_domain(tmp_path):
     assert out.stdout.startswith("plan for run 1: 600 rows -> 245 rows")
     assert "phase 2: 144 row(s) would go; most from jlevy.github.io 87, requests.readthedocs.io 31" in out.stdout
     assert "phase 1: 58 row(s) would go; most from requests.readthedocs.io" in out.stdout, out.stdout
-    import sys as _sys
-    _sys.path.insert(0, package(tmp_path))
-    import sqlite_dedup
     conn = P.connect(db)
     planned = sqlite_dedup.plan(conn)
     conn.execute("SELECT dedup_apply()").fetchone()
@@ -299,7 +293,7 @@ def test_explain_tells_kept_from_never_existed(tmp_path):
     assert out.returncode == 1 and "not in pages, and no run removed it" in out.stderr
 
 
-def test_explain_before_any_run_says_so(tmp_path):
+def test_explain_before_any_run_says_so(tmp_path, sqlite_dedup):
     """Before the first run there is no dedup_why view: explain says a page
     is kept, or that no run is recorded (it said "no such table:
     dedup_why"); Python's explain() gives None, as for a page no run
@@ -314,9 +308,6 @@ def test_explain_before_any_run_says_so(tmp_path):
         assert out.returncode == 1, (out.stdout, out.stderr)
         assert out.stderr.strip() == \
             f"sqlite-dedup: no page {page!r}: not in pages, and no run is recorded in this database"
-    import sys as _sys
-    _sys.path.insert(0, package(tmp_path))
-    import sqlite_dedup
     conn = P.connect(db)
     assert sqlite_dedup.explain(conn, 5) is None and sqlite_dedup.explain(conn, "x") is None
     # (A page that is neither a rowid nor a URL is an error, not "not removed";
@@ -333,15 +324,12 @@ def test_explain_before_any_run_says_so(tmp_path):
     assert P.fingerprint(db) == before
 
 
-def test_the_python_api_takes_a_connection_and_loads_the_extension_itself(tmp_path):
+def test_the_python_api_takes_a_connection_and_loads_the_extension_itself(tmp_path, sqlite_dedup):
     """run, plan and restore load the extension into a connection that has
     not (they failed with "no such function: dedup_run"); each function
     given a path, None or another object instead of a connection raises a
     TypeError naming what it got (it was an AttributeError about execute)."""
     import pathlib
-    import sys as _sys
-    _sys.path.insert(0, package(tmp_path))
-    import sqlite_dedup
     db = str(tmp_path / "demo.db")
     shutil.copy(P.DEMO, db)
     before = P.fingerprint(db)
@@ -413,7 +401,7 @@ def test_explain_names_the_parameter_a_kept_page_was_kept_apart_by(tmp_path):
                 "their texts differ, so the parameter changes content on jlevy.github.io") in out.stdout, out.stdout
 
 
-def test_explain_gives_the_ratio_to_the_final_survivor(tmp_path):
+def test_explain_gives_the_ratio_to_the_final_survivor(tmp_path, sqlite_dedup):
     """A phase-4 removal whose survivor was removed in turn: explain prints
     the ratio to the final survivor, equal to python-Levenshtein's on the
     texts phase 4 compared (parsed here)."""
@@ -436,9 +424,6 @@ def test_explain_gives_the_ratio_to_the_final_survivor(tmp_path):
     out = cli(tmp_path, "explain", db, str(measured[0][0]))
     assert f"ratio to it {measured[0][1]:.4f}" in out.stdout, out.stdout
     # Below the threshold, the ratio is measured when explained.
-    import sys as _sys
-    _sys.path.insert(0, package(tmp_path))
-    import sqlite_dedup
     for rowid, _, _, a, b in below:
         assert sqlite_dedup.explain(conn, rowid)["final_ratio"] == pytest.approx(Levenshtein.ratio(a, b), abs=1e-12)
     out = cli(tmp_path, "explain", db, str(below[0][0]))

@@ -94,17 +94,6 @@ def servers(tmp_path_factory):
     plain.shutdown(), tls.shutdown(), silent.close()
 
 
-@pytest.fixture
-def sqlite_dedup(tmp_path):
-    sys.path.insert(0, P.package(tmp_path))
-    for name in [m for m in sys.modules if m == "sqlite_dedup" or m.startswith("sqlite_dedup.")]:
-        del sys.modules[name]
-    try:
-        import sqlite_dedup
-        yield sqlite_dedup
-    finally:
-        sys.path.remove(str(tmp_path / "pkg"))
-
 
 TEXTS = {
     "harbours": "Ships come in at dawn; the harbour master counts the crates and the gulls wait on the pier.",

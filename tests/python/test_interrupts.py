@@ -170,7 +170,7 @@ def sweep(host, function, db, stride, slower=1.0):
     for part in range(PARTS):
         out, err = (open(os.path.join(work, f"{part}.{name}"), "w+") for name in ("out", "err"))
         beat = os.path.join(work, f"{part}.beat")
-        procs.append(subprocess.Popen([H.PYTHON, os.path.join(HERE, "interrupt_sweep.py"), host, function, db,
+        procs.append(subprocess.Popen([H.PYTHON, os.path.join(HERE, "helpers", "interrupt_sweep.py"), host, function, db,
                                        str(stride), str(SEED % stride), str(part), str(PARTS)],
                                       stdout=out, stderr=err, text=True,
                                       env=dict(os.environ, DEDUP_EXTENSION=P.EXTENSION, DEDUP_SWEEP_BEAT=beat)))

@@ -507,7 +507,7 @@ def test_hostile_urls_cost_little(tmp_path):
     many = "https://shop0.example.com/article?" + "&".join(f"p{i}=1" for i in range(100_000))
     script = f"""
 import sqlite3, sys
-sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+sys.path.insert(0, {os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers")!r})
 from pipeline import connect
 c = connect({path!r})
 print(c.execute("SELECT dupe_probability(?), url_rule_params(?)", ({many!r}, {many!r})).fetchone())

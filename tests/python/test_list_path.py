@@ -7,7 +7,6 @@ import datetime
 import os
 import shutil
 import sqlite3
-import sys
 
 import pytest
 
@@ -15,18 +14,6 @@ import pipeline as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-@pytest.fixture
-def sqlite_dedup(tmp_path):
-    """The Python package with the extension where the wheel puts it."""
-    sys.path.insert(0, P.package(tmp_path))
-    for name in [m for m in sys.modules if m == "sqlite_dedup" or m.startswith("sqlite_dedup.")]:
-        del sys.modules[name]
-    try:
-        import sqlite_dedup
-        yield sqlite_dedup
-    finally:
-        sys.path.remove(str(tmp_path / "pkg"))
 
 
 def pages_of(path):

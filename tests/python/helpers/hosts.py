@@ -13,7 +13,7 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = os.environ.get("DEDUP_PYTHON", "/usr/bin/python3")
-NODE_DIR = os.environ.get("DEDUP_NODE_DIR", os.path.join(os.path.dirname(HERE), "node"))
+NODE_DIR = os.environ.get("DEDUP_NODE_DIR", os.path.join(os.path.dirname(os.path.dirname(HERE)), "node"))
 
 
 def available():

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXTENSION = os.environ.get("DEDUP_EXTENSION", os.path.join(ROOT, "target", "release", "libdedup"))
 CORPUS = os.environ.get("DEDUP_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
 PHASES = sorted(glob.glob(os.path.join(ROOT, "sql", "0*.sql")))
