@@ -1,6 +1,16 @@
 //! Which later rows each row of a pair scan is compared with: listed pairs
 //! ([`PairList`]) or the rows that share a key with it ([`SharedKeys`], e.g.
 //! MinHash LSH band keys), handed out one anchor at a time.
+//!
+//! Cost: a [`PairList`] holds each distinct pair once (twice at most
+//! between its clean-ups); [`SharedKeys`] sorts each group's (key, row)
+//! entries once, O(e log e) for e entries, keeps only keys two rows share,
+//! and hands out an anchor's candidates in time proportional to the rows
+//! that share its keys.
+//!
+//! Reference: the banding of MinHash LSH (Leskovec, Rajaraman and Ullman,
+//! *Mining of Massive Datasets*, section 3.4), whose candidate pairs
+//! [`SharedKeys`] lists.
 
 use std::collections::HashMap;
 

@@ -15,6 +15,12 @@
 //! seen.note(page_key("Shoe 3", "..."));
 //! assert!(seen.is_chrome());
 //! ```
+//!
+//! Cost: a few keys a segment (it stops counting once a segment is chrome).
+//!
+//! Reference: trafilatura's repeated-segment detection, which counts a
+//! segment across a site's pages; the distinct-title rule is this
+//! project's.
 
 use super::segments::{strip, strip_found, Segment};
 

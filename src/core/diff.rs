@@ -4,6 +4,12 @@
 //! and stops, undecided, once a budget of steps is spent (texts that differ
 //! a lot). The scans use it past [`crate::core::lcs::LARGE_PAIR`], so that
 //! the work on one pair stays bounded whatever the size of the pages.
+//!
+//! Cost: O(N + D²) steps and O(D) memory for texts of total length N at
+//! indel distance D, and never more than the budget.
+//!
+//! Reference: E. W. Myers, "An O(ND) Difference Algorithm and Its
+//! Variations", Algorithmica 1 (1986); its greedy forward search.
 
 use super::halt::{try_vec, Halt};
 

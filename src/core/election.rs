@@ -5,6 +5,12 @@
 //! sort first, byte by byte. The sort runs on 64-bit hashes of the groups
 //! (the bytes compared only where hashes meet), so a million rows elect in
 //! a fraction of a second.
+//!
+//! Cost: O(n log n) for n rows (a sort of 64-bit hashes), plus the bytes of
+//! the keys compared where two hashes meet.
+//!
+//! Reference: the elections of the reference pipeline, whose orders
+//! `sql/02_url_winners.sql` and `sql/03_content_winners.sql` spell out.
 
 use std::cmp::Ordering;
 use std::hash::Hasher;

@@ -3,6 +3,12 @@
 //! every few milliseconds of work, and allocate their large buffers with
 //! [`try_vec`], so neither an interrupt nor a failed allocation has to wait
 //! for (or abort) the whole computation.
+//!
+//! Cost: a callback every few milliseconds of work; [`try_vec`] is one
+//! fallible allocation.
+//!
+//! Reference: SQLite's `sqlite3_interrupt` (which the SQL layer's callback
+//! polls) and Rust's `Vec::try_reserve`.
 
 use std::fmt;
 

@@ -1,6 +1,12 @@
 //! Content fingerprints: SHA-1 of the normalized text; and a stable 64-bit
 //! hash of a row's values ([`Fingerprint`]) that tells a changed row from an
 //! unchanged one between runs.
+//!
+//! Cost: one pass over the text (normalization, then SHA-1); a fingerprint
+//! is one pass over the row's values.
+//!
+//! Reference: the reference pipeline's `content_hash` (SHA-1 of the parsed
+//! text, as hex).
 
 use sha1::{Digest, Sha1};
 

@@ -5,6 +5,12 @@
 //! text keeps the page's paragraphs as lines (which `segments` and the
 //! `boilerplate` setting work on). [`main_text`] also leaves out the page's
 //! chrome by structure: `nav`, `header`, `footer` and `aside` elements.
+//!
+//! Cost: one pass of the tokenizer over the page, linear in its length; no
+//! tree is built.
+//!
+//! Reference: the WHATWG HTML tokenizer (html.spec.whatwg.org, section
+//! 13.2.5), as html5ever implements it.
 
 use std::cell::{Cell, RefCell};
 

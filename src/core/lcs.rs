@@ -7,6 +7,14 @@
 //! left, and only from what `b[..j]` matched in `a` before its last
 //! `|b| - j` symbols; when even that cannot reach the bound, the pair is
 //! rejected. On unrelated texts this stops after a fraction of the rows.
+//!
+//! Cost: O(⌈n/64⌉ · m) word operations for texts of n and m code points,
+//! restricted to the band the bound allows, and usually stopped well
+//! before.
+//!
+//! Reference: H. Hyyrö, "Bit-Parallel LCS-length Computation Revisited"
+//! (2004); rapidfuzz-rs's `lcs_seq.rs` and `indel.rs`, which compute the
+//! same band.
 
 use std::collections::HashMap;
 

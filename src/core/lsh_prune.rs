@@ -5,6 +5,13 @@
 //! histograms, kept in the index) let one of those pairs through. A kept
 //! row no such pair reaches is in no near pair of the scan: the elections
 //! never see it, so leaving it out of the scan changes nothing.
+//!
+//! Cost: per kept row, one pass over the rows that share its band keys, each
+//! checked by the two bounds (no text read).
+//!
+//! Reference: the bounds are those of [`crate::core::near_dups`] (length
+//! difference and character histograms bound the indel distance from
+//! below).
 
 use crate::core::window_prune::{may_be_near, PruneRow};
 

@@ -4,6 +4,14 @@
 //! hands out for each row instead of the rows of a window, with either the
 //! reference's chain election or the direct one ([`Election`]). Texts are
 //! read on demand, kept in a bounded cache between groups.
+//!
+//! Cost: the pairs the source hands out, each through the exact bounds
+//! first and the LCS kernel only when they let it through; memory holds the
+//! text cache, not the table.
+//!
+//! Reference: the chain election is the reference's window election run
+//! over candidate pairs; the direct one is this project's (each removal's
+//! survivor is verified near it).
 
 use std::collections::HashMap;
 

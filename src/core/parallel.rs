@@ -6,6 +6,12 @@
 //! `poll` whether to stop (the SQL layer polls `sqlite3_interrupt`, which
 //! only the calling thread may do). When the pool cannot start (a process
 //! limit), the work runs on the calling thread with the same results.
+//!
+//! Cost: one job handed out a chunk of items; the caller polls every few
+//! milliseconds while it waits.
+//!
+//! Reference: rayon's thread pool (`rayon::ThreadPool`), which runs the
+//! jobs.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

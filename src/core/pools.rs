@@ -7,6 +7,11 @@
 //! so). So each pool remembers the process that built it, and a process
 //! that finds its parent's builds its own. The parent's, copied into the
 //! child, is left alone: its threads are not in the child to be stopped.
+//!
+//! Cost: one process id read per use; a pool is built once per process.
+//!
+//! Reference: POSIX `fork`, after which only the forking thread exists in
+//! the child.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 

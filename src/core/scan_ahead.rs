@@ -33,6 +33,13 @@
 //! Comparing pairs ahead without electing (every pair, or only those no
 //! earlier anchor of the chunk could make moot, in waves or handed out as
 //! verdicts arrive) was measured and lost: see docs/pipeline.md.
+//!
+//! Cost: the sequential scan's comparisons, spread over the pool's threads,
+//! plus the speculated elections that a removal before them undid (done
+//! again, rarely).
+//!
+//! Reference: the sequential scan, [`crate::core::near_dups::scan_sequential`],
+//! whose results it gives (tested on every thread count).
 
 use std::ops::Range;
 use std::sync::Mutex;

@@ -3,6 +3,13 @@
 //! of `width` words hashed into a set, and two sets compared by the share
 //! of shingles they have in common. The word hashes and their combination
 //! are also what MinHash's word shingles are made of ([`crate::core::sketch`]).
+//!
+//! Cost: one pass over the words to hash them; two sets compare in
+//! O(|a| + |b|).
+//!
+//! Reference: Text::DeDuper (its Perl source in `../shared/oracles/`, the
+//! tests' oracle) and A. Broder, "On the resemblance and containment of
+//! documents" (1997).
 
 use std::collections::HashSet;
 

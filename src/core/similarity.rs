@@ -8,6 +8,13 @@
 //! is [`crate::core::shingles`].
 //!
 //! A *distance* is lower-is-closer; a *ratio* is in `[0, 1]`, higher-is-closer.
+//!
+//! Cost: [`lev_ratio`] is at most O(⌈n/64⌉ · m) word operations
+//! (bit-parallel), far less when the exact bounds or the early exit
+//! decide.
+//!
+//! Reference: python-Levenshtein's `ratio` (the tests' oracle) and
+//! rapidfuzz-rs's `indel.rs`.
 
 use std::borrow::Cow;
 

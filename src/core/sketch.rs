@@ -6,6 +6,13 @@
 //! points, so CJK text without spaces works). A text with fewer than `n`
 //! tokens or characters, but at least one, has one shingle made of all of
 //! them; a text with none has no sketch.
+//!
+//! Cost: one hash of each shingle per permutation (MinHash, O(shingles ×
+//! num_perm)), one pass over the signature for the band keys, one pass over
+//! the shingles for SimHash.
+//!
+//! Reference: datasketch's `MinHash` and `MinHashLSH` (the permutations and
+//! banding), M. Charikar's SimHash (2002) as trafilatura uses it.
 
 use crate::core::halt::{never, Halt};
 use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt};

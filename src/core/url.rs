@@ -14,6 +14,11 @@
 //!    `keep_params`, every parameter except tracking ones; drop the fragment
 //!    unless it is `#page=N` or an application route (`#/...`, `#!/...`);
 //! 6. discard the result when it contains an ignored substring.
+//!
+//! Cost: one parse of the URL, one allocation for the result.
+//!
+//! Reference: the WHATWG URL standard as the `url` crate implements it; the
+//! reference's rules (`super::url_reference`) for the steps they share.
 
 pub use super::url_common::{unwrap_wayback, CanonicalUrl, Discard, MAX_URL_BYTES};
 pub use super::url_options::{

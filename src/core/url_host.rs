@@ -3,8 +3,10 @@
 //! bare one does). One definition for the probe that records the facts and
 //! the run that reads them.
 //!
-//! Cost: one URL parse. Reference: the WHATWG host of the URL (the `url`
-//! crate), after [`super::url_common::unwrap_wayback`].
+//! Cost: one URL parse.
+//!
+//! Reference: the WHATWG host of the URL (the `url` crate), after
+//! [`super::url_common::unwrap_wayback`].
 
 /// The lower-cased host of an http(s) URL, with its port when it is not the
 /// scheme's default (`example.org`, `www.example.org:8080`); for a Wayback

@@ -4,6 +4,12 @@
 //! each rule's probability. Built from the model's tables once, then kept
 //! current by the [`Change`]s a learning batch makes, so a prediction is a
 //! few hash lookups (as MaybeDont's in-memory model), not SQL statements.
+//!
+//! Cost: building reads each table once; a prediction is a few hash
+//! lookups; a batch's changes are applied as they come, without reading
+//! the tables again.
+//!
+//! Reference: MaybeDont's in-memory model (`maybedont/predict.py`).
 
 use std::collections::{HashMap, HashSet};
 

@@ -32,6 +32,12 @@
 //! assert!(keys.contains(&RuleKey::new("shop.example", Some("/item"), Some("sessionid"), Some("x1"))));
 //! assert_eq!(keys.len(), 8); // the path rule, four parameter rules, three value rules
 //! ```
+//!
+//! Cost: a URL's parts are split once; a probability is a few hash lookups
+//! per rule that applies.
+//!
+//! Reference: MaybeDont (`maybedont/predict.py`, `DupePredictor`), whose
+//! hypotheses these are.
 
 /// The domain of the rules that hold on every domain.
 pub const ANY_DOMAIN: &str = "*";

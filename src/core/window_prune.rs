@@ -26,6 +26,11 @@
 //! last run's order between them in it. (A group that counts a row not
 //! in the order only makes the distance look longer: a pair compared again,
 //! never one left out.)
+//!
+//! Cost: per settled row, the rows within its window, each checked by the
+//! two bounds (no text read).
+//!
+//! Reference: the bounds are those of [`crate::core::near_dups`].
 
 use crate::core::near_dups::{length_bound, text_bounds, Bounds};
 use crate::core::similarity::CharHistogram;

@@ -2,6 +2,10 @@
 //! that picks [`crate::core::scan_ahead`] (speculated elections on a pool)
 //! or [`crate::core::near_dups::scan_sequential`]; both give the same
 //! removals.
+//!
+//! Cost: that of the scan it picks.
+//!
+//! Reference: [`crate::core::near_dups`] (the scan's contract).
 
 use rayon::ThreadPool;
 

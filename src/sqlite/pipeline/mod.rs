@@ -6,7 +6,7 @@
 //! From the top down (ARCHITECTURE.md draws it): [`functions`] (the SQL
 //! entry points) → [`run`] (plan, apply, report, restore) → [`incremental`]
 //! (the index and the run decision) → [`settings`] and [`tables`] → the
-//! ground every room uses ([`error`], [`scripts`], [`trace`], [`json`],
+//! ground every room uses ([`error`], [`scripts`], `trace`, [`json`],
 //! [`shown`]); [`external`] holds the rows handed to a run made elsewhere.
 
 pub mod error;

@@ -28,7 +28,7 @@ use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 /// in the order the `prefer` terms give (1 first; ties share a place),
 /// which every phase's election puts before its own rules; empty without
 /// terms. A run that elects elsewhere (`dedup_prepare`) gets each row's
-/// key instead ([`write_keys`]). Each
+/// key instead (`write_keys`). Each
 /// term is checked alone first, so that an error names it; terms read from
 /// `dedup_settings` are held to a schema's rules first
 /// ([`crate::sqlite::pipeline::settings::untrusted`]).
