@@ -10,14 +10,11 @@ pub mod core;
 pub mod sqlite;
 
 pub use crate::core::{hash, lcs, near_dups, similarity, sketch, text, url};
+pub use crate::sqlite::meta::MIN_SQLITE_VERSION;
 pub use crate::sqlite::register;
 
 #[cfg(feature = "loadable_extension")]
 use rusqlite::Connection;
-
-/// The oldest SQLite the extension loads into (the API level of its
-/// bindings); older hosts refuse the load with an error message.
-pub const MIN_SQLITE_VERSION: &str = "3.34.1";
 
 /// Entry point SQLite looks for when loading `libdedup.so` or `dedup0.so`.
 ///

@@ -4,6 +4,10 @@ use rusqlite::{Connection, Result};
 
 use crate::sqlite::scalars::PURE;
 
+/// The oldest SQLite the extension loads into (the API level of its
+/// bindings); older hosts refuse the load with an error message.
+pub const MIN_SQLITE_VERSION: &str = "3.34.1";
+
 /// The crate version, e.g. `v0.2.0`.
 pub fn version() -> String {
     format!("v{}", env!("CARGO_PKG_VERSION"))
@@ -23,7 +27,7 @@ pub fn debug_info(sqlite_version: &str) -> String {
             "release"
         },
         sqlite_version,
-        crate::MIN_SQLITE_VERSION,
+        MIN_SQLITE_VERSION,
     )
 }
 
