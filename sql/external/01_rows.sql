@@ -38,12 +38,19 @@ SELECT p.source_rowid AS rid,
        dedup_sort_key(NULLIF(p.crawled, '')) AS crawled4_key,
        dedup_sort_key(coalesce(p.length, 0)) AS length4_key,
        (SELECT f.prefer_key FROM _dedup_prefer AS f WHERE f.rid = p.source_rowid) AS prefer_key,
+       -- (boilerplate = 'strip': what 04b_near_dups.sql counts of a row to
+       -- find its domain's chrome, the title as it counts them and the
+       -- distinct hashes of the content's segments, comma-separated)
+       CASE WHEN r.boilerplate = 'strip' THEN quote(coalesce(g.title, 'row ' || p.source_rowid)) END AS title_key,
+       CASE WHEN r.boilerplate = 'strip' AND p.domain IS NOT NULL AND typeof(g.content) = 'text'
+            THEN (SELECT group_concat(DISTINCT s.hash) FROM segments(g.content) AS s) END AS segments,
        p.has_text,
        CASE WHEN p.has_text AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
             THEN coalesce(p.fill_parsed, g.parsed) END AS text
 FROM _dedup_prepared AS p
 JOIN _dedup_source AS g ON g.rid = p.source_rowid
+CROSS JOIN _dedup_run AS r
 UNION ALL
 SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
 FROM _dedup_rows_placeholders AS h;

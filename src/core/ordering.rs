@@ -122,6 +122,58 @@ pub fn push_term_key(out: &mut Vec<u8>, value: Option<&[u8]>, order: TermOrder) 
     }
 }
 
+/// A list of ordering terms cut at its top-level commas (not those inside
+/// brackets, quotes or comments), each trimmed. The caller checks with
+/// SQLite that the pieces read as the list did.
+pub fn split_list(list: &str) -> Vec<&str> {
+    let bytes = list.as_bytes();
+    let (mut out, mut start, mut depth, mut i) = (Vec::new(), 0, 0usize, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == q {
+                        if bytes.get(i + 1) == Some(&q) {
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            b'[' => {
+                while i < bytes.len() && bytes[i] != b']' {
+                    i += 1;
+                }
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                out.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(list[start.min(list.len())..].trim());
+    out
+}
+
 /// An ordering term cut into its expression and its tail (`ASC`/`DESC`
 /// and `NULLS FIRST`/`NULLS LAST`, as written, possibly empty). The cut
 /// only looks at the last words; the caller checks with SQLite that the
@@ -200,6 +252,21 @@ mod tests {
         );
         assert!(parse_key_info("k(2,B)").is_err());
         assert!(parse_key_info("dense_rank(0)").is_err());
+    }
+
+    #[test]
+    fn lists_split_at_their_top_level_commas() {
+        assert_eq!(split_list("a DESC, b"), vec!["a DESC", "b"]);
+        assert_eq!(
+            split_list("coalesce(a, b) , 'x,y' = c, \"d,e\" NULLS LAST"),
+            vec!["coalesce(a, b)", "'x,y' = c", "\"d,e\" NULLS LAST"]
+        );
+        assert_eq!(split_list("a = 'it''s, so'"), vec!["a = 'it''s, so'"]);
+        assert_eq!(
+            split_list("[a,b] /* x, y */ DESC"),
+            vec!["[a,b] /* x, y */ DESC"]
+        );
+        assert_eq!(split_list("title"), vec!["title"]);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The rules that drop URL parameters (`dedup_url_rules` rows of a parameter
 //! on a domain or path), as the `url_rules` setting applies them: read once
 //! per run ([`with_rules_snapshot`], used by the pipeline while its phases
-//! run) or per call. A module of its own: the pipeline and the learner
+//! run; a connection's `temp.dedup_url_rules`, counts of many databases
+//! summed, takes the place of the database's own then) or per call. A
+//! module of its own: the pipeline and the learner
 //! (`super::url_rules`) both use it, and neither imports the other.
 
 use std::collections::HashMap;
 
 use rusqlite::{Connection, Result};
 
-use crate::core::url_rules::UrlParts;
+use crate::core::url_rules::{probability, UrlParts};
 
 /// The rules that drop parameters, by domain: (path or none for the whole
 /// domain, lowercase parameter, probability).
@@ -29,12 +31,30 @@ fn connection_id(db: &Connection) -> usize {
 
 fn load_drop_rules(db: &Connection) -> Result<DropRules> {
     let mut rules: DropRules = HashMap::new();
+    // (A connection may bring the rules of many databases, their counts
+    // summed, as temp.dedup_url_rules: a Spark task gives each shard those
+    // of every shard so. Their probability is computed here from the counts.)
+    let merged: bool = db.query_row(
+        "SELECT count(*) FROM temp.sqlite_master WHERE name = 'dedup_url_rules' AND type = 'table'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    let sql = if merged {
+        "SELECT domain, path, lower(param), observations, duplicates FROM temp.dedup_url_rules
+         WHERE param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)"
+    } else {
+        "SELECT domain, path, lower(param), probability, NULL FROM main.dedup_url_rules
+         WHERE param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)"
+    };
     let rows = db
-        .prepare(
-            "SELECT domain, path, lower(param), probability FROM main.dedup_url_rules
-             WHERE param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .prepare(sql)?
+        .query_map([], |r| {
+            let p = match merged {
+                true => probability(r.get(3)?, r.get(4)?),
+                false => r.get(3)?,
+            };
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, p))
+        })?
         .collect::<Result<Vec<(String, Option<String>, String, f64)>>>()?;
     for (domain, path, param, p) in rows {
         rules.entry(domain).or_default().push((path, param, p));

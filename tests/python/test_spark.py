@@ -140,7 +140,7 @@ def spark_cli(package, args, timeout=600, **env):
                           env=env_for(package, **env), timeout=timeout)
 
 
-PREFER = ["url LIKE 'http:%' DESC", "title COLLATE NOCASE DESC", "crawled NULLS LAST"]
+PREFER = ["url LIKE 'http:%' DESC", "title COLLATE NOCASE DESC, crawled NULLS LAST"]
 
 VARIANTS = [
     ("default", {}),
@@ -153,7 +153,8 @@ VARIANTS = [
     ("lsh-keep-params-8x4", {"near_mode": "lsh", "discard_params": 0, "lsh_bands": 8, "lsh_rows": 4}),
     # prefer ranked over every shard: a direction, a collation (parity-5k has
     # titles that differ only in case), NULLs placed last (247 rows have no
-    # crawled), and http before https, against the default order.
+    # crawled; two terms in one item), and http before https, against the
+    # default order.
     ("prefer", {"prefer": PREFER}),
     ("lsh-prefer-n_min-3", {"near_mode": "lsh", "prefer": PREFER, "n_min": 3}),
 ]
@@ -355,10 +356,12 @@ def test_the_command_line_options_are_the_run_settings(package):
     from sqlite_dedup.spark import cli
     args = cli.parser().parse_args(["run", "a.db", "b.db", "--near-mode", "lsh", "--lsh-bands", "8", "--lsh-rows",
                                     "2", "--lsh-election", "chain", "--keep-params", "--n-min", "3",
-                                    "--threshold", "0.85", "--prefer", "crawled DESC", "--prefer", "url"])
+                                    "--threshold", "0.85", "--prefer", "crawled DESC", "--prefer", "url",
+                                    "--boilerplate", "strip", "--boilerplate-min-pages", "7", "--url-rules", "0.9"])
     assert cli.settings_of(args) == {"near_mode": "lsh", "lsh_bands": 8, "lsh_rows": 2, "lsh_election": "chain",
                                      "discard_params": 0, "n_min": 3, "threshold": 0.85,
-                                     "prefer": ["crawled DESC", "url"]}
+                                     "prefer": ["crawled DESC", "url"], "boilerplate": "strip",
+                                     "boilerplate_min_pages": 7, "url_rules": 0.9}
     assert cli.settings_of(cli.parser().parse_args(["run", "a.db"])) == {}
 
 
@@ -439,9 +442,102 @@ def test_a_bad_shard_is_named_before_any_shard_changes(package, tmp_path):
 def test_settings_spark_does_not_take_are_refused(spark, tmp_path):
     from sqlite_dedup import spark as dedup_spark
     shards = split(P.DEMO, tmp_path, [0.5])
-    for settings in ({"boilerplate": "strip"}, {"url_rules": 0.5}):
+    for settings in ({"fix_urls": True}, {"against": "other.db"}):
         with pytest.raises(dedup_spark.UnsupportedSetting):
             dedup_spark.run(spark, shards, settings)
+
+
+@pytest.mark.parametrize("mode", ["window", "lsh"])
+def test_boilerplate_strip_counts_a_sites_chrome_over_every_shard(spark, tmp_path, mode):
+    """boilerplate = 'strip' over three shards, each holding fewer of a
+    site's pages than boilerplate_min_pages: only counts over every shard
+    find the chrome. The shards end as dedup_run() leaves the one database
+    (the near removals of pages compared stripped say so in their reason)."""
+    import random
+    from sites import chrome_site
+    rows = (chrome_site(n_pages=40, n_copies=10)
+            + chrome_site(n_pages=30, n_copies=8, seed=2, domain="https://blog.example.com"))
+    random.Random(5).shuffle(rows)
+    P.crawl_db(tmp_path, rows, "whole.db").close()
+    whole = str(tmp_path / "whole.db")
+    shards = split(whole, tmp_path, [0.3, 0.65])
+    for path in shards:
+        c = sqlite3.connect(path)
+        most = c.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM pages GROUP BY substr(url, 1, 24))").fetchone()[0]
+        c.close()
+        assert most < 20, most
+    settings = {"boilerplate": "strip", "boilerplate_min_pages": 20, "near_mode": mode}
+    report = dedup_spark_run(spark, shards, settings)
+    whole_run(whole, settings)
+    expected, got = state([whole]), state(shards)
+    assert got == expected
+    assert report["boilerplate_domains"] == 2 and report["boilerplate_segments"] > 10, report
+    reasons = {r for r, *_ in [(v[1],) for v in expected[1].values()]}
+    assert "near duplicate: lev_ratio above threshold (boilerplate stripped)" in reasons, reasons
+    assert len(expected[0]) == 70  # every distinct page kept, every near copy merged
+
+
+def test_url_rules_take_the_rules_every_shard_learned_their_counts_summed(spark, tmp_path):
+    """url_rules over three shards, each having learned its own rules
+    (dedup_learn_url_rules): the run uses every shard's counts summed, as
+    one database holding those summed counts (its probability MaybeDont's,
+    computed here) runs with them. At 0.75 some rules reach the probability
+    only summed, on no shard alone."""
+    import math
+    from sites import param_crawl
+
+    def probability(dup, total):  # MaybeDont's DupStat.get_prob, clamped at 0 as ours is
+        if total < 5:
+            return 0.0
+        a, b = dup + 1, total - dup + 1
+        n = a + b
+        p, q = a / n, b / n
+        return max(0.0, p - 1.96 * math.sqrt(p * q / n))
+
+    P.crawl_db(tmp_path, param_crawl(n_articles=120, seed=9), "whole.db").close()
+    whole = str(tmp_path / "whole.db")
+    plain = str(tmp_path / "plain.db")
+    shutil.copy(whole, plain)
+    shards = split(whole, tmp_path, [0.35, 0.7])
+    learn = open(os.path.join(P.ROOT, "sql", "learn_url_rules.sql")).read()
+    summed, alone = {}, []
+    for path in shards + [whole]:
+        conn = P.connect(path)
+        conn.executescript(learn)
+        if path != whole:
+            rows = conn.execute("SELECT domain, path, param, value, observations, duplicates FROM dedup_url_rules "
+                                "WHERE param IS NOT NULL AND value IS NULL").fetchall()
+            alone += [tuple(k) for *k, o, d in rows if probability(d, o) >= 0.75]
+            for *key, o, d in rows:
+                got = summed.setdefault(tuple(key), [0, 0])
+                got[0] += o
+                got[1] += d
+        conn.close()
+    conn = sqlite3.connect(whole)
+    conn.execute("DELETE FROM dedup_url_rules")
+    conn.executemany("INSERT INTO dedup_url_rules (domain, path, param, value, observations, duplicates, probability) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", [k + (o, d, probability(d, o)) for k, (o, d) in summed.items()])
+    conn.commit()
+    conn.close()
+    reached = {k for k, (o, d) in summed.items() if probability(d, o) >= 0.75}
+    only_summed = reached - set(alone)
+    assert {k[2] for k in only_summed} >= {"view", "sort", "replytocom", "session_key"}, (only_summed, alone)
+    settings = {"discard_params": 0, "url_rules": 0.75}
+    dedup_spark_run(spark, shards, settings)
+    whole_run(whole, settings)
+    got, expected = state(shards), state([whole])
+    diff_pages = {k: (got[0].get(k), expected[0].get(k)) for k in set(got[0]) | set(expected[0]) if got[0].get(k) != expected[0].get(k)}
+    diff_removed = {k: (got[1].get(k), expected[1].get(k)) for k in set(got[1]) | set(expected[1]) if got[1].get(k) != expected[1].get(k)}
+    assert got == expected, (len(diff_pages), [(k, v[0][0] if v[0] else None, v[1][0] if v[1] else None) for k, v in list(diff_pages.items())[:6]], len(diff_removed), list(diff_removed.items())[:5])
+    # (The rules decide: without them, fewer rows go in phase 2.)
+    whole_run(plain, {"discard_params": 0})
+    phase2 = lambda s: sum(1 for v in s[1].values() if v[0] == 2)
+    assert phase2(state([whole])) > phase2(state([plain]))
+
+
+def dedup_spark_run(spark, shards, settings, **kw):
+    from sqlite_dedup import spark as dedup_spark
+    return dedup_spark.run(spark, shards, settings, **kw)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -461,7 +557,7 @@ def test_prefer_keys_of_shards_rank_their_union_as_sqlite_ranks_it(tmp_path, see
     rows = [(f"https://s{rng.randint(1, 9)}.example/{i}", f"text {i}", value(), rng.choice(words + [None]),
              rng.choice(words + [None])) for i in range(300)]
     pool = ["a", "a DESC", "b", "b DESC NULLS FIRST", "c COLLATE RTRIM", "a NULLS LAST", "length(c) DESC",
-            "c COLLATE NOCASE ASC", "typeof(a)", "b || c"]
+            "c COLLATE NOCASE ASC", "typeof(a)", "b || c", "a DESC, c COLLATE RTRIM NULLS LAST"]
     terms = rng.sample(pool, 3)
     whole = str(tmp_path / "whole.db")
     conn = sqlite3.connect(whole)
@@ -488,8 +584,21 @@ def test_prefer_keys_of_shards_rank_their_union_as_sqlite_ranks_it(tmp_path, see
     assert got == expected, terms
 
 
+def test_a_collation_the_host_registered_is_refused_for_keys(tmp_path):
+    """SQLite orders by a host's collation only on that host: a key cannot
+    carry it to another engine, so dedup_prepare refuses it by name."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.create_collation("mine", lambda a, b: (a > b) - (a < b))
+    conn.execute("SELECT dedup_run(?)", (json.dumps({"prefer": ["title COLLATE mine"]}),)).fetchone()
+    conn.execute("SELECT dedup_restore()").fetchone()
+    with pytest.raises(sqlite3.OperationalError) as e:
+        conn.execute("SELECT dedup_prepare(?)", (json.dumps({"prefer": ["crawled", "title COLLATE mine DESC"]}),))
+    assert "collation mine; nothing was changed" in str(e.value), str(e.value)
+
+
 @pytest.mark.parametrize("term,says", [
-    ("title, url", "2 term(s) that SQLite reads as 3"),
     ("title -- DESC", "incomplete input"),
     ("title COLLATE mine", "no such collation sequence: mine"),
 ])

@@ -30,7 +30,8 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 #: The settings a Spark run takes (the others make no sense across shards
 #: yet, see docs/scale-out.md).
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
-                      "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer")
+                      "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer",
+                      "boilerplate", "boilerplate_min_pages", "url_rules")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -65,12 +66,38 @@ def _row_schema():
                       + [StructField(c, types[t]) for c, t in _tasks.ROW_COLUMNS])
 
 
+def _wants_rules(settings_json):
+    """Whether the settings ask for url_rules (a number above 0; a bad value
+    is left to the extension, whose error names it)."""
+    value = json.loads(settings_json).get("url_rules")
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _merged_rules(spark, paths):
+    """The url_rules setting over shards: every shard's learned rules that
+    drop a parameter, one row per rule with its counts summed over the
+    shards (the learner saw each shard's pages apart), as the rows
+    _tasks.prepare_shard gives each shard's run in place of its own."""
+    from pyspark.sql import functions as F
+    sc = spark.sparkContext
+    rows = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).flatMap(
+        lambda ip: _tasks.url_rules(ip[0], ip[1]))
+    if rows.isEmpty():
+        return []
+    df = spark.createDataFrame(
+        rows, "domain string, path string, param string, value string, observations long, duplicates long")
+    merged = df.groupBy("domain", "path", "param", "value").agg(
+        F.sum("observations").alias("observations"), F.sum("duplicates").alias("duplicates"))
+    return [tuple(r) for r in merged.collect()]
+
+
 def _prepared(spark, paths, settings_json):
     """Every shard's rows after phase 1, read by the executors (a task per
     shard), as a DataFrame with the columns of _tasks.ROW_COLUMNS."""
     schema = _row_schema()
     table = json.loads(settings_json).get("table", "pages")
     sc = spark.sparkContext
+    rules = _merged_rules(spark, paths) if _wants_rules(settings_json) else None
     # (A first job reads each shard's extent, so that a big shard is
     # prepared by several tasks, each a range of its rowids.)
     extents = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
@@ -86,7 +113,7 @@ def _prepared(spark, paths, settings_json):
     def prepare(batches):
         for batch in batches:
             for index, path, lo, hi in zip(*(batch.column(k).to_pylist() for k in range(4))):
-                yield from _tasks.prepare_shard(index, path, settings_json, lo, hi)
+                yield from _tasks.prepare_shard(index, path, settings_json, lo, hi, rules)
 
     return ranges.mapInArrow(prepare, schema)
 
@@ -95,6 +122,9 @@ def _prepared_pages(pages, settings_json, id_column):
     """Phase 1 on the pages of a DataFrame (its columns named as the
     pipeline's: url, parsed, ...; rows ordered by `id_column`), in its
     partitions, as one shard (0)."""
+    if _wants_rules(settings_json):
+        raise UnsupportedSetting("sqlite-dedup spark: url_rules needs the pages in shards (their learned rules "
+                                 "are read there), not a DataFrame")
     columns = [c for c in pages.columns if c in _tasks.PAGE_COLUMNS]
     if "url" not in columns:
         raise ValueError(f"sqlite-dedup spark: the pages need a url column, got {', '.join(pages.columns)}")
@@ -121,7 +151,7 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     function of one string, is told each step as it ends."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from . import _elect, _lsh, _window
+    from . import _elect, _lsh, _strip, _window
 
     settings_json = _settings_json(settings)
     clock = [time.perf_counter()]
@@ -163,6 +193,20 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     threshold = float(_settings_value(settings_json, "threshold", 0.9))
     window = int(_settings_value(settings_json, "distance", 50)) - 1
     texts = prepared.select("shard", "rid", "placeholder", "text")
+    stripped = None
+    if _settings_value(settings_json, "boilerplate", "keep") == "strip" and threshold < 1.0:
+        if shard_paths is None:
+            raise UnsupportedSetting("sqlite-dedup spark: boilerplate = 'strip' needs the pages in shards "
+                                     "(their content is read again there), not a DataFrame")
+        chrome, stripped = _strip.chrome(winners, int(_settings_value(settings_json, "boilerplate_min_pages", 5)))
+        chrome, stripped = persisted(chrome), persisted(stripped)
+        found = chrome.agg(F.count("*").alias("domains"), F.sum("segments").alias("segments")).collect()[0]
+        figures.update(boilerplate_domains=int(found["domains"]), boilerplate_segments=int(found["segments"] or 0))
+        paths = [os.path.abspath(p) for p in shard_paths]
+        fresh = persisted(_strip.texts(stripped, chrome, prepared, paths, settings_json))
+        texts = (texts.join(fresh, ["shard", "rid"], "left")
+                 .select("shard", "rid", "placeholder", F.coalesce("stripped_text", "text").alias("text")))
+        lap("04_boilerplate")
     rows = persisted(_window.scan_order(winners, prepared.where("placeholder = 1"), texts))
     total = rows.count()
     lap("04_scan_order")
@@ -186,6 +230,8 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
             .select("shard", "rid", F.lit(4).alias("phase"),
                     F.lit("near duplicate: lev_ratio above threshold").alias("reason"),
                     "survivor_shard", "survivor_rid", "ratio"))
+    if stripped is not None:
+        near = _strip.reasons(near, stripped)
     near = persisted(near)
     near.count()
     lap("04_near_dups")
@@ -264,8 +310,11 @@ def run(spark, shard_paths, settings=None, partition_rows=None, progress=None):
     if progress:
         progress(f"applying job {job} to {len(paths)} shard(s), a transaction each")
     start = time.perf_counter()
+    # (The rules every shard learned, summed, as phase 1 had them: the apply
+    # canonicalizes the survivors' URLs again.)
+    rules = _merged_rules(spark, paths) if _wants_rules(settings_json) else None
     runs = sc.parallelize(list(enumerate(paths)), max(1, len(paths))).map(
-        lambda ip: (ip[0], _tasks.apply_pending(ip[0], ip[1], job, settings_json))).collect()
+        lambda ip: (ip[0], _tasks.apply_pending(ip[0], ip[1], job, settings_json, rules))).collect()
     report["runs"] = [r for _, r in sorted(runs)]
     report.setdefault("seconds", {})["apply"] = round(time.perf_counter() - start, 3)
     report["rows_before"] = sum(r["rows_before"] for r in report["runs"] if r)
@@ -277,6 +326,7 @@ def run(spark, shard_paths, settings=None, partition_rows=None, progress=None):
 STEPS = {
     "01_prepare": "phase 1, every row prepared in its shard",
     "02_03_elections": "phases 2 and 3, same URL and same content elected",
+    "04_boilerplate": "phase 4's boilerplate, counted over every shard and stripped in each",
     "04_scan_order": "phase 4's scan order",
     "04_near_dups": "phase 4, near duplicates",
     "05_06_plan": "phases 5 and 6, the plan",

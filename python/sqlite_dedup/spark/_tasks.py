@@ -17,7 +17,8 @@ ROW_COLUMNS = [
     ("domain", "string"), ("hash_key", "string"), ("has_hash", "int32"), ("external", "int32"),
     ("https", "int32"), ("datetime_key", "binary"), ("crawled_key", "binary"), ("length_key", "binary"),
     ("url_length", "int64"), ("datetime4_key", "binary"), ("crawled4_key", "binary"),
-    ("length4_key", "binary"), ("prefer_key", "binary"), ("has_text", "int32"), ("text", "string"),
+    ("length4_key", "binary"), ("prefer_key", "binary"), ("title_key", "string"),
+    ("segments", "string"), ("has_text", "int32"), ("text", "string"),
 ]
 
 #: Rows per Arrow batch read from a shard.
@@ -82,21 +83,57 @@ def shard_extent(index, path, table):
         raise shard_error(index, path, f"dedup: table {table!r} cannot be read: {e}") from None
 
 
-def prepare_shard(index, path, settings_json, lo=None, hi=None):
+def prepare_shard(index, path, settings_json, lo=None, hi=None, rules=None):
     """Phase 1 on one shard, on the rows whose rowid is in [lo, hi) (None:
     unbounded): yields Arrow record batches of its rows (the columns of
-    ROW_COLUMNS after `shard`)."""
+    ROW_COLUMNS after `shard`). `rules`, with the url_rules setting: the
+    learned rules of every shard, their counts summed (url_rules(), below),
+    which the run reads in place of the shard's own."""
     if not os.path.isfile(path):
         raise shard_error(index, path, "no such file")
     try:
         conn = connect(path, readonly=True)
         try:
+            lend_rules(conn, rules)
             conn.execute("SELECT dedup_prepare(?, ?, ?)", (settings_json, lo, hi)).fetchone()
             yield from prepared_batches(conn, index, lo, hi)
         finally:
             conn.close()
     except sqlite3.Error as e:
         raise shard_error(index, path, e) from None
+
+
+def lend_rules(conn, rules):
+    """Gives a run on `conn` the rules of every shard (url_rules(), summed
+    by the driver) in place of the shard's own: a temp dedup_url_rules,
+    which the extension reads first. None: the shard's own."""
+    if rules is None:
+        return
+    conn.execute("DROP TABLE IF EXISTS temp.dedup_url_rules")
+    conn.execute("CREATE TEMP TABLE dedup_url_rules (domain TEXT, path TEXT, param TEXT, value TEXT, "
+                 "observations INTEGER, duplicates INTEGER)")
+    insert_many(conn, "INSERT INTO temp.dedup_url_rules VALUES (?, ?, ?, ?, ?, ?)", rules)
+
+
+def url_rules(index, path):
+    """The learned URL rules of a shard that drop a parameter (dedup_url_rules
+    rows of a parameter, any value, on a domain or path), as (domain, path,
+    param, value, observations, duplicates); none without the table."""
+    if not os.path.isfile(path):
+        raise shard_error(index, path, "no such file")
+    try:
+        conn = connect(path, readonly=True)
+        try:
+            if not conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_url_rules' "
+                                "AND type = 'table'").fetchone()[0]:
+                return []
+            return conn.execute(
+                "SELECT domain, path, param, value, observations, duplicates FROM main.dedup_url_rules "
+                "WHERE param IS NOT NULL AND value IS NULL AND (path IS NULL OR instr(path, '?') = 0)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise shard_error(index, path, f"its dedup_url_rules cannot be read: {e}") from None
 
 
 def prepared_batches(conn, index, lo=None, hi=None):
@@ -153,6 +190,60 @@ def prepare_batches(batches, id_column, columns, settings_json):
             yield from prepared_batches(conn, 0)
     finally:
         conn.close()
+
+
+def _column(conn, table, columns, name):
+    """The quoted column of `table` for the pipeline's `name`: the `columns`
+    setting's, else the column of that name (case-insensitive, as the
+    extension's Source reads them); None when the table has none."""
+    mapped = {k.lower(): v for k, v in columns.items()}
+    real = mapped.get(name)
+    if real is None:
+        have = [r[1] for r in conn.execute(f"SELECT * FROM pragma_table_info(?)", (table,))]
+        real = next((c for c in have if c.lower() == name), None)
+    return None if real is None else sqlite_dedup._quoted(real)
+
+
+def strip_batches(batches, paths, settings_json):
+    """boilerplate = 'strip' (see _strip): for each (shard, rid, hashes) of
+    the batches, the row's text as phase 4 compares it stripped of its
+    domain's chrome (sql/04b_near_dups.sql's expression), read from its
+    shard; yields Arrow batches (shard, rid, stripped_text)."""
+    import pyarrow as pa
+
+    settings = json.loads(settings_json)
+    table = settings.get("table", "pages")
+    columns = settings.get("columns") or {}
+    if isinstance(columns, str):
+        columns = json.loads(columns)
+    conns, statements = {}, {}
+    try:
+        for batch in batches:
+            shards, rids, hashes = (batch.column(k).to_pylist() for k in range(3))
+            out = []
+            for shard, rid, h in zip(shards, rids, hashes):
+                if shard not in conns:
+                    try:
+                        conns[shard] = conn = connect(paths[shard], readonly=True)
+                        title = _column(conn, table, columns, "title") or "NULL"
+                        content = _column(conn, table, columns, "content")
+                        statements[shard] = (
+                            f"SELECT normalize_text(coalesce({title}, '') || char(10, 10) "
+                            f"|| nullif(strip_segments({content}, ?2), {content})) "
+                            f"FROM main.{sqlite_dedup._quoted(table)} WHERE rowid = ?1")
+                    except sqlite3.Error as e:
+                        raise shard_error(shard, paths[shard], e) from None
+                try:
+                    row = conns[shard].execute(statements[shard], (rid, h)).fetchone()
+                except sqlite3.Error as e:
+                    raise shard_error(shard, paths[shard], e) from None
+                out.append(row[0] if row else None)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(shards, pa.int32()), pa.array(rids, pa.int64()), pa.array(out, pa.string())],
+                names=["shard", "rid", "stripped_text"])
+    finally:
+        for conn in conns.values():
+            conn.close()
 
 
 def scan_partition(rows, entry_dead, threshold, window):
@@ -226,10 +317,12 @@ def job_state(index, path, job=None):
         raise shard_error(index, path, e) from None
 
 
-def apply_pending(index, path, job, settings_json):
+def apply_pending(index, path, job, settings_json, rules=None):
     """Applies the shard's part of `job` (its dedup_pending_plan) with
     dedup_apply_plan, one transaction: returns the run's report (a dict),
-    or None when the shard's dedup_runs already has the job (a rerun)."""
+    or None when the shard's dedup_runs already has the job (a rerun).
+    `rules`: as for prepare_shard (the survivors' rewritten URLs are
+    canonicalized again here)."""
     inject = os.environ.get("SQLITE_DEDUP_SPARK_FAIL", "")
     if inject == f"apply:{index + 1}:always" or (inject == f"apply:{index + 1}" and not _failed_once(path)):
         raise RuntimeError(f"sqlite-dedup spark: failure injected before applying shard {index + 1}")
@@ -247,6 +340,7 @@ def apply_pending(index, path, job, settings_json):
             conn.execute(
                 "CREATE TEMP TABLE plan AS SELECT rid, phase, reason, survivor, ratio, rewrite_url, note "
                 f"FROM {PENDING} WHERE rid IS NOT NULL AND job = ?", (job,))
+            lend_rules(conn, rules)
             conn.execute("SELECT dedup_apply_plan('temp.plan', ?)", (json.dumps(settings),)).fetchone()
             # (Applied: the pending part goes; if this step is lost, the
             # next run sees the job in dedup_runs and drops it.)

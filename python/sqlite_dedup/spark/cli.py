@@ -32,6 +32,13 @@ def parser():
     run.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term every election puts first, ranked over every shard "
                           "(repeat for more: each one term, such as \"url LIKE 'https:%%' DESC\")")
+    run.add_argument("--boilerplate", choices=["keep", "strip"],
+                     help="'strip': compare texts without the lines a site repeats, counted over every shard")
+    run.add_argument("--boilerplate-min-pages", type=int, metavar="N",
+                     help="with --boilerplate strip: pages (and titles) a line must be on to be chrome (5)")
+    run.add_argument("--url-rules", type=float, metavar="P",
+                     help="drop parameters every shard's learned rules, their counts summed, say never change "
+                          "content with probability >= P (0: never)")
     add_near_mode_options(run)
     run.add_argument("--busy-timeout", type=int, metavar="MS",
                      help="milliseconds each shard's apply waits for another connection's lock (default 5000)")
@@ -45,7 +52,8 @@ def settings_of(args):
         "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
         "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
         "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
-        "prefer": args.prefer,
+        "prefer": args.prefer, "boilerplate": args.boilerplate, "boilerplate_min_pages": args.boilerplate_min_pages,
+        "url_rules": args.url_rules,
         "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election,
         "busy_timeout": args.busy_timeout}.items()
         if v is not None}

@@ -35,6 +35,8 @@ pub const ROW_COLUMNS: &[(&str, Kind)] = &[
     ("crawled4_key", Kind::Binary),
     ("length4_key", Kind::Binary),
     ("prefer_key", Kind::Binary),
+    ("title_key", Kind::Utf8),
+    ("segments", Kind::Utf8),
     ("has_text", Kind::Int32),
     ("text", Kind::Utf8),
 ];

@@ -190,17 +190,25 @@ fn write_keys(
              nothing was changed"
         ))
     };
-    let orders = match compiled_order(db, source, &terms.join(", ")) {
+    let joined = terms.join(", ");
+    let orders = match compiled_order(db, source, &joined) {
         Ok(orders) => orders,
         Err(e) => return refuse(e),
     };
-    if orders.len() != terms.len() {
+    // (An item may hold several terms, "a DESC, b": each is keyed apart.)
+    let pieces: Vec<String> = terms
+        .iter()
+        .flat_map(|t| ordering::split_list(t))
+        .map(str::to_string)
+        .collect();
+    if orders.len() != pieces.len() {
         return refuse(format!(
             "{} term(s) that SQLite reads as {} (give each as its own item)",
-            terms.len(),
+            pieces.len(),
             orders.len()
         ));
     }
+    let terms = &pieces;
     let parts: Vec<(&str, &str)> = terms.iter().map(|t| ordering::split_term(t)).collect();
     let rebuilt: Vec<String> = parts
         .iter()
