@@ -63,11 +63,24 @@ def spark(package):
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "8")
                # (local mode: the driver's heap holds the cached plan of the
-               # 100k test; the default 1 GB ran out after the parity runs)
-               .config("spark.driver.memory", "3g").getOrCreate())
+               # 100k test; the default 1 GB ran out after the parity runs,
+               # 3 GB once the module had 43 tests: the status store keeps
+               # every job's stages and tasks, a few hundred are enough here)
+               .config("spark.ui.retainedJobs", "100").config("spark.ui.retainedStages", "100")
+               .config("spark.ui.retainedTasks", "2000").config("spark.sql.ui.retainedExecutions", "50")
+               .config("spark.driver.memory", "4g").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def clear_cache(request):
+    """After each test that used the session, nothing it cached stays (the
+    module shares one session, and a 3 GB driver)."""
+    yield
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").catalog.clearCache()
 
 
 def split(src, dst_dir, cuts):

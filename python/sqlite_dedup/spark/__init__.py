@@ -149,6 +149,21 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     ranges of `partition_rows` positions (by default at most PARTITION_ROWS,
     and fewer when that gives fewer than two ranges a core). `progress`, a
     function of one string, is told each step as it ends."""
+    from . import _lsh, _window
+    keep = []
+    try:
+        return _plan(source, shard_paths, settings, partition_rows, id_column, progress, keep)
+    except BaseException:
+        # (A plan that failed midway leaves nothing cached in the session.)
+        for df in keep + _window.CACHED + _lsh.CACHED:
+            df.unpersist()
+        _window.CACHED.clear()
+        _lsh.CACHED.clear()
+        raise
+
+
+def _plan(source, shard_paths, settings, partition_rows, id_column, progress, keep):
+    """plan()'s work; `keep` gathers what it caches."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from . import _elect, _lsh, _strip, _window
@@ -163,8 +178,6 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
         clock[0] = now
         if progress:
             progress(f"{STEPS.get(name, name)}: done in {seconds[name]:.1f} s")
-
-    keep = []
 
     def persisted(df):
         keep.append(df)
