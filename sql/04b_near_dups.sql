@@ -108,4 +108,6 @@ FROM _dedup_run AS r,
      near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold,
                      r.lsh_election) AS n
 WHERE r.near_mode = 'lsh';
-DROP TABLE temp._dedup_near_copy;
+-- (Emptied, not dropped: a plan may run under a statement that reads, as
+-- dedup_similar's table form does, and SQLite drops no table then.)
+DELETE FROM temp._dedup_near_copy;

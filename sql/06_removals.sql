@@ -80,7 +80,9 @@ SELECT * FROM others WHERE canonical_url IN (SELECT canonical_url FROM urls);
 CREATE TEMP TABLE _dedup_apart AS
 SELECT * FROM _dedup_apart_all
 WHERE canonical_url IN (SELECT canonical_url FROM _dedup_apart_all GROUP BY canonical_url HAVING count(*) > 1);
-DROP TABLE temp._dedup_apart_all;
+-- (Emptied, not dropped: a plan may run under a statement that reads, as
+-- dedup_similar's table form does, and SQLite drops no table then.)
+DELETE FROM temp._dedup_apart_all;
 -- (A group's parameters: those dropped from its pages' URLs whose values
 -- differ between them, each once. Its pages: the table's own, not those of
 -- the database the run is against.)
@@ -105,7 +107,7 @@ JOIN (SELECT canonical_url, count(*) AS pages,
       FROM _dedup_apart GROUP BY canonical_url) AS g ON g.canonical_url = a.canonical_url;
 UPDATE _dedup_prepared SET rewrite_url = strict_url
 WHERE source_rowid IN (SELECT source_rowid FROM _dedup_apart);
-DROP TABLE temp._dedup_apart;
+DELETE FROM temp._dedup_apart;
 
 -- Each phase-4 removal's final survivor in this run (following phase-4
 -- survivors removed in turn) and its ratio to it, for explain (kept in

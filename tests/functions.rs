@@ -94,6 +94,7 @@ fn register_adds_exactly_these_functions_and_modules() {
         [
             "dedup_elected",
             "dedup_held_statements",
+            "dedup_similar",
             "lsh_bands",
             "near_dups",
             "near_dups_among",

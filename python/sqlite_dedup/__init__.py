@@ -161,11 +161,12 @@ def similar(conn, text, url=None, page=None, **settings):
         raise TypeError(f"similar: url must be a str or None, got {type(url).__name__} {url!r:.60}")
     if page is not None and not isinstance(page, dict):
         raise TypeError(f"similar: page must be a dict of the page's columns, got {type(page).__name__}")
+    names = ("rowid", "url", "phase", "reason", "ratio", "survivor")
     with _BusyTimeoutFor(conn, settings):
-        found = _one(conn, "SELECT dedup_similar(?, ?, ?, ?)",
-                     (text, url, json.dumps(settings) if settings else None,
-                      json.dumps(page, default=str) if page else None))
-    return json.loads(found)
+        rows = conn.execute(f"SELECT {', '.join(names)} FROM dedup_similar(?, ?, ?, ?)",
+                            (text, url, json.dumps(settings) if settings else None,
+                             json.dumps(page, default=str) if page else None)).fetchall()
+    return [dict(zip(names, row)) for row in rows]
 
 
 def restore(conn):

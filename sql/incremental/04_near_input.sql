@@ -32,4 +32,6 @@ FROM (
   SELECT pos, id, 1, slots, NULL, NULL, NULL, NULL, NULL, 0, 1, NULL, NULL, 0
   FROM _dedup_near_rows WHERE placeholder = 1
 );
-DROP TABLE temp._dedup_near_rows;
+-- (Emptied, not dropped: a plan may run under a statement that reads, as
+-- dedup_similar's table form does, and SQLite drops no table then.)
+DELETE FROM temp._dedup_near_rows;

@@ -34,7 +34,9 @@ INSERT INTO _dedup_domain_counts
 SELECT t.domain,
        coalesce((SELECT c.pages FROM main.dedup_domains AS c WHERE c.domain IS t.domain), 0) + sum(t.d)
 FROM _dedup_domain_delta AS t GROUP BY t.domain;
-DROP TABLE temp._dedup_domain_delta;
+-- (Emptied, not dropped: a plan may run under a statement that reads, as
+-- dedup_similar's table form does, and SQLite drops no table then.)
+DELETE FROM temp._dedup_domain_delta;
 -- A domain below n_min loses its kept rows (read by domain only then: the
 -- CROSS JOINs keep the index the inner loop; a run with n_min 0 does not
 -- enter it, and its index has no dedup_index_domain).

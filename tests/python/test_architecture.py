@@ -123,3 +123,16 @@ def test_measured_times_live_in_benches_results_and_every_citation_names_a_headi
     assert timed == [], timed
     assert len(cited) >= 10
     assert [c for c in cited if c[1] not in headings] == []
+
+
+def test_a_phase_script_drops_only_tables_that_may_not_exist():
+    """A plan runs under a statement that reads (dedup_similar's table
+    form), where SQLite refuses to drop a table: the phase scripts drop a
+    table only with IF EXISTS, before making it (absent in a fresh plan),
+    and empty one they are done with (DELETE) instead of dropping it."""
+    found = []
+    for path in glob.glob(os.path.join(P.ROOT, "sql", "**", "*.sql"), recursive=True):
+        text = re.sub(r"--[^\n]*", "", open(path, encoding="utf-8").read())
+        found += [(os.path.relpath(path, P.ROOT), m.group(0))
+                  for m in re.finditer(r"DROP\s+(?:TABLE|INDEX)\s+(?!IF\s+EXISTS)\S+", text, re.I)]
+    assert found == []

@@ -9,6 +9,7 @@ pub mod near_dups_among;
 mod rows_cursor;
 pub mod scan_table;
 pub mod segments;
+pub mod similar;
 
 use rusqlite::{Connection, Result};
 
@@ -20,5 +21,6 @@ pub fn register(db: &Connection, held: held_statements::Held) -> Result<()> {
     near_dups::register(db, last.clone())?;
     near_dups_among::register(db, last)?;
     lsh_bands::register(db)?;
-    segments::register(db)
+    segments::register(db)?;
+    similar::register(db)
 }

@@ -431,6 +431,45 @@ fn busy_statements(db: &Connection) -> usize {
     n
 }
 
+/// Whether the statement running on this connection (the caller's, when it
+/// is the only one) opens a cursor on a table or index of a database
+/// (`OpenRead`, `OpenWrite` or `ReopenIdx` in its program, read with
+/// `EXPLAIN`): a rollback that undoes a schema change aborts such reads,
+/// so work taken back ([`tentatively`]) must not run under it. False when
+/// no single statement runs or its text is unknown.
+pub fn caller_uses_tables(db: &Connection) -> Result<bool, DedupError> {
+    let mut running = Vec::new();
+    // Safety: as in `busy_statements`; the text is copied before the
+    // statement can be finalized.
+    unsafe {
+        let handle = db.handle();
+        let mut stmt = ffi::sqlite3_next_stmt(handle, std::ptr::null_mut());
+        while !stmt.is_null() {
+            if ffi::sqlite3_stmt_busy(stmt) != 0 {
+                let sql = ffi::sqlite3_sql(stmt);
+                running.push(
+                    (!sql.is_null())
+                        .then(|| std::ffi::CStr::from_ptr(sql).to_string_lossy().into_owned()),
+                );
+            }
+            stmt = ffi::sqlite3_next_stmt(handle, stmt);
+        }
+    }
+    let [Some(sql)] = running.as_slice() else {
+        return Ok(false);
+    };
+    let mut program = db.prepare(&format!("EXPLAIN {sql}"))?;
+    // (Its parameters left unbound: EXPLAIN lists the program, runs none of it.)
+    let mut rows = program.raw_query();
+    while let Some(row) = rows.next()? {
+        let opcode: String = row.get(1)?;
+        if matches!(opcode.as_str(), "OpenRead" | "OpenWrite" | "ReopenIdx") {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::worded;

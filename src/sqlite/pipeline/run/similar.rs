@@ -6,39 +6,43 @@
 //! only the page and the rows it can meet are compared) and its plan read,
 //! then everything is taken back ([`super::atomic::tentatively`]): the
 //! answer is the next run's, with its phases, rules and election, by
-//! construction. A JSON array, one object per stored row the page meets.
-//! The call must be a statement of its own (`SELECT dedup_similar(?1,
-//! ?2)`): SQLite refuses to drop a table, as every plan does, while
-//! another statement of the connection reads or the calling statement
-//! itself does (a subquery, FROM, `json_each` around it: hence JSON, not
-//! a table-valued function):
+//! construction. Two forms, one answer: the table-valued function
+//! `SELECT * FROM dedup_similar(?1, ?2)`, a row per stored row the page
+//! meets ([`similar_rows`]), and the scalar `SELECT dedup_similar(?1, ?2)`,
+//! the same rows as a JSON array of objects ([`similar`]). Each [`Match`]:
 //!
-//! | key | what |
+//! | column | what |
 //! |---|---|
 //! | `rowid` | the stored row (null: the page is removed by a rule, phase 1 or 5, no row of the table) |
 //! | `url` | its URL as the table holds it now |
 //! | `phase` | 2 (same canonical URL), 3 (same content), 4 (near duplicate), 1 or 5 (a rule) |
 //! | `reason` | the run's reason, as `dedup_removed.dedup_reason` would hold it |
 //! | `ratio` | phase 4's ratio; 1.0 in phase 3 |
-//! | `survivor` | `"kept"`: the stored row survives and the page would be removed; `"new"`: the page would remove the stored row; null for a rule |
+//! | `survivor` | `'kept'`: the stored row survives and the page would be removed; `'new'`: the page would remove the stored row (in phase 5: by removing a page of its domain, which falls below `n_min`); null for a rule that removes the page |
 //!
-//! Arguments: `text`, the page's content (HTML or text, as the `content`
-//! column holds it; `parsed` when the table has no `content`); `url`; the
-//! settings as a JSON object, on top of those the incremental index was
-//! written with (the last run's; NULL or absent: those alone); `page`, a
-//! JSON object of the page's other columns (`{"title": "...", "datetime":
-//! "..."}`; the pipeline's names or the table's). A `crawled` column not
-//! given is now (`YYYY-MM-DD HH:MM:SS`, UTC): the page was just fetched.
+//! The call's statement may read or write no table besides (a subquery, a
+//! join, `INSERT ... SELECT`): taking the plan back undoes its temp
+//! tables, which aborts every other read of the statement (SQLite's rule
+//! for a rollback that changes the schema), so such a call is refused
+//! first. Arguments: `text`, the page's content (HTML or text, as the
+//! `content` column holds it; `parsed` when the table has no `content`);
+//! `url`; the settings as a JSON object, on top of those the incremental
+//! index was written with (the last run's; NULL or absent: those alone);
+//! `page`, a JSON object of the page's other columns (`{"title": "...",
+//! "datetime": "..."}`; the pipeline's names or the table's). A `crawled`
+//! column not given is now (`YYYY-MM-DD HH:MM:SS`, UTC): the page was just
+//! fetched.
 //!
 //! Cost: one incremental plan of a one-page batch. Errors: no index yet
 //! (run `dedup_run()` once), a connection that cannot write (the page is
 //! added inside a transaction that is always rolled back), a page the
-//! table's constraints refuse; each leaves the database as it was.
+//! table's constraints refuse, a statement that uses a table besides;
+//! each leaves the database as it was.
 
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, Result};
 
-use super::atomic::tentatively;
+use super::atomic::{caller_uses_tables, tentatively};
 use super::plan;
 use crate::sqlite::pipeline::error::{fail, DedupError};
 use crate::sqlite::pipeline::incremental::index_state;
@@ -60,38 +64,135 @@ pub struct Page {
     pub columns: Option<String>,
 }
 
-/// The stored rows the next run would weigh `page` against, and how
-/// (see the module's doc), with the database as before afterwards.
+/// One stored row the page meets in the next run (see the module's doc).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// The stored row; `None` for a rule (phase 1 or 5).
+    pub rowid: Option<i64>,
+    /// Its URL as the table holds it now.
+    pub url: Option<String>,
+    /// The phase that decides: 1 to 5.
+    pub phase: i64,
+    /// The run's reason, as the archive would hold it.
+    pub reason: String,
+    /// Phase 4's ratio; 1.0 in phase 3.
+    pub ratio: Option<f64>,
+    /// `"kept"` (the page would be removed), `"new"` (the page would
+    /// remove the stored row); `None` for a rule.
+    pub survivor: Option<String>,
+}
+
+/// The rows of the page's plan that involve it (`?1`, its rid): its own
+/// removal (its survivor, the stored row that keeps it out), those of the
+/// stored rows it would remove, and phase 5's removals of stored rows
+/// whose domain falls below `n_min` because the page removes one of its
+/// pages.
+const MATCHES: &str =
+    "SELECT r.survivor AS rowid, s.url AS url, r.phase AS phase, r.reason AS reason,
+              coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END) AS ratio,
+              CASE WHEN r.survivor IS NOT NULL THEN 'kept' END AS survivor
+       FROM temp._dedup_removal AS r LEFT JOIN temp._dedup_source AS s ON s.rid = r.survivor
+       WHERE r.source_rowid = ?1
+       UNION ALL
+       SELECT r.source_rowid, g.url, r.phase, r.reason,
+              coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END), 'new'
+       FROM temp._dedup_removal AS r JOIN temp._dedup_source AS g ON g.rid = r.source_rowid
+       WHERE r.survivor = ?1
+       UNION ALL
+       SELECT d.source_rowid, g.url, r.phase, r.reason, NULL, 'new'
+       FROM temp._dedup_domain_removed AS d
+       JOIN temp._dedup_removal AS r ON r.source_rowid = d.source_rowid
+       JOIN temp._dedup_source AS g ON g.rid = d.source_rowid
+       WHERE d.source_rowid <> ?1 AND d.domain IN (
+         SELECT coalesce(p.domain, x.domain) FROM temp._dedup_removal AS o
+         LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = o.source_rowid
+         LEFT JOIN main.dedup_index AS x ON x.rid = o.source_rowid
+         WHERE o.survivor = ?1)
+       ORDER BY 3, 1";
+
+/// The stored rows the next run would weigh `page` against, and how, as
+/// a JSON array (the scalar form), with the database as before afterwards.
 pub fn similar(
     db: &Connection,
     page: &Page,
     settings: Option<&str>,
 ) -> std::result::Result<String, DedupError> {
+    ask(db, page, settings, |db, rid| {
+        Ok(db.query_row(
+            &format!(
+                "SELECT json_group_array(json_object('rowid', m.rowid, 'url', m.url, 'phase', m.phase,
+                        'reason', m.reason, 'ratio', m.ratio, 'survivor', m.survivor))
+                 FROM ({MATCHES}) AS m"
+            ),
+            [rid],
+            |r| r.get(0),
+        )?)
+    })
+}
+
+/// The same answer as [`similar`], a [`Match`] a row (the table-valued
+/// form).
+pub fn similar_rows(
+    db: &Connection,
+    page: &Page,
+    settings: Option<&str>,
+) -> std::result::Result<Vec<Match>, DedupError> {
+    ask(db, page, settings, |db, rid| {
+        let mut stmt = db.prepare(MATCHES)?;
+        let rows = stmt.query_map([rid], |r| {
+            Ok(Match {
+                rowid: r.get(0)?,
+                url: r.get(1)?,
+                phase: r.get(2)?,
+                reason: r.get(3)?,
+                ratio: r.get(4)?,
+                survivor: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>>>()?)
+    })
+}
+
+/// Adds the page, plans the next run, reads the plan with `read` (given
+/// the page's rid) and takes everything back.
+fn ask<T>(
+    db: &Connection,
+    page: &Page,
+    settings: Option<&str>,
+    read: impl FnOnce(&Connection, i64) -> std::result::Result<T, DedupError>,
+) -> std::result::Result<T, DedupError> {
     let Some(recorded) = recorded_settings(db)? else {
         return fail(format!(
             "{NAME}: no incremental index yet, got a database no run has left one in: run SELECT dedup_run() once, then ask again"
         ));
     };
     let s = read_recorded(db, NAME, &recorded, settings)?;
+    if caller_uses_tables(db)? {
+        return Err(in_a_read());
+    }
     tentatively(db, s.busy_timeout, NAME, |db| {
         let s = read_recorded(db, NAME, &recorded, settings)?;
         let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
         let rid = add(db, &source, page)?;
-        plan::plan(db, &s).map_err(in_a_read)?;
-        matches(db, rid)
+        plan::plan(db, &s).map_err(|e| {
+            if e.to_string().contains("database table is locked") {
+                in_a_read()
+            } else {
+                e
+            }
+        })?;
+        read(db, rid)
     })
 }
 
-/// The error of a plan refused because the calling statement reads a
-/// table (SQLite will not drop the plan's temp tables meanwhile), said so.
-fn in_a_read(e: DedupError) -> DedupError {
-    if !e.to_string().contains("database table is locked") {
-        return e;
-    }
+/// The error of a call whose statement uses a table besides (or of a plan
+/// refused because one of `dedup_plan()` is pending on the connection).
+fn in_a_read() -> DedupError {
     DedupError::new(format!(
-        "{NAME}: must be a statement of its own with its arguments as values (SELECT dedup_similar(?1, ?2)), got a statement that also reads \
-         (a subquery, FROM, json_each, or a plan of dedup_plan() still pending on the connection): SQLite cannot plan a run while the statement \
-         that asks reads; read the page first and the answer's JSON afterwards; nothing was changed"
+        "{NAME}: must be a statement of its own with its arguments as values (SELECT * FROM {NAME}(?1, ?2), or SELECT {NAME}(?1, ?2) for JSON), \
+         got a statement that also reads or writes a table (a subquery, a join, INSERT ... SELECT) or a plan of dedup_plan() still pending on \
+         the connection: taking the page back would abort the statement's other reads; read the page first, store the answer afterwards; \
+         nothing was changed"
     ))
 }
 
@@ -194,31 +295,6 @@ fn given_columns(
         out.push((column, value));
     }
     Ok(out)
-}
-
-/// The plan's removals that involve the page `rid`, as a JSON array: its
-/// own (its survivor, the stored row that keeps it out), and those of the
-/// stored rows it would remove.
-fn matches(db: &Connection, rid: i64) -> std::result::Result<String, DedupError> {
-    Ok(db.query_row(
-        "SELECT json_group_array(json_object('rowid', m.rowid, 'url', m.url, 'phase', m.phase,
-                'reason', m.reason, 'ratio', m.ratio, 'survivor', m.survivor))
-         FROM (
-           SELECT r.survivor AS rowid, s.url, r.phase, r.reason,
-                  coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END) AS ratio,
-                  CASE WHEN r.survivor IS NOT NULL THEN 'kept' END AS survivor
-           FROM temp._dedup_removal AS r LEFT JOIN temp._dedup_source AS s ON s.rid = r.survivor
-           WHERE r.source_rowid = ?1
-           UNION ALL
-           SELECT r.source_rowid, g.url, r.phase, r.reason,
-                  coalesce(r.ratio, CASE WHEN r.phase = 3 THEN 1.0 END), 'new'
-           FROM temp._dedup_removal AS r JOIN temp._dedup_source AS g ON g.rid = r.source_rowid
-           WHERE r.survivor = ?1
-           ORDER BY 3, 1
-         ) AS m",
-        [rid],
-        |r| r.get(0),
-    )?)
 }
 
 /// Registers the SQL function `dedup_similar`.
