@@ -8,9 +8,14 @@ faster"):
   dedup_prepare, the rows read back through Python's sqlite3 and made into
   Arrow arrays (the Spark layer until 2026-11-26);
 - extension, Arrow columns: the same, but the extension writes the rows as
-  Arrow columns (dedup_rows_arrow; the Spark layer now);
+  Arrow columns (dedup_rows_arrow; the Spark layer until 2026-12-04);
+- extension, dedup_phase1_arrow: the batch's buffers to the extension and
+  its rows back as Arrow columns, no table between: phase 1's rules of
+  `src/core/phase1.rs`, which the SQL runner's phase 1 runs too (the Spark
+  layer now);
 - PyO3: a Python module over the Arrow buffers that calls the same Rust
-  core (benches/pyo3_rows, built here; default settings only).
+  core (benches/pyo3_rows, built here; default settings only), the
+  prototype the one-core design is measured against.
 
 Every path gets the same batches; the PyO3 module's values must equal the
 extension's, row for row. Also timed, before and now: the shard path
@@ -88,7 +93,17 @@ def python_values(batches, columns, settings):
 
 
 def arrow_columns(batches, columns, settings):
-    """Now: _tasks.prepare_batches (rows as Arrow columns)."""
+    """Before: _tasks.prepare_batches through an in-memory table (rows as
+    Arrow columns)."""
+    _tasks.DIRECT = False
+    try:
+        return list(_tasks.prepare_batches(batches, "id", columns, settings))
+    finally:
+        _tasks.DIRECT = True
+
+
+def phase1_arrow(batches, columns, settings):
+    """Now: _tasks.prepare_batches, the batches through dedup_phase1_arrow."""
     return list(_tasks.prepare_batches(batches, "id", columns, settings))
 
 
@@ -170,9 +185,13 @@ def main():
     module = build_pyo3()
     paths = {
         "extension, Python values (before)": python_values,
-        "extension, Arrow columns (now)": arrow_columns,
+        "extension, Arrow columns (before)": arrow_columns,
+        "extension, dedup_phase1_arrow (now)": phase1_arrow,
         "PyO3 over Arrow": pyo3_path(module, options),
     }
+    import pyarrow as pa
+    assert pa.Table.from_batches(arrow_columns(batches, columns, settings)).sort_by("rid").equals(
+        pa.Table.from_batches(phase1_arrow(batches, columns, settings)).sort_by("rid")), "the two paths differ"
     same_values(arrow_columns(batches, columns, settings), paths["PyO3 over Arrow"](batches, columns, settings))
     shards = {"shard file, Python values (before)": shard_python_values,
               "shard file, Arrow columns (now)": shard_path}
@@ -186,11 +205,12 @@ def main():
             t = time.perf_counter()
             run(path, settings)
             seconds[name].append(time.perf_counter() - t)
-    now = statistics.median(seconds["extension, Arrow columns (now)"])
+    now = statistics.median(seconds["PyO3 over Arrow"])
     print(f"{args.pages} builder pages (seed 7), batches of {args.batch} rows, median of {args.repeat} runs "
-          "in this process; the PyO3 module's values equal the extension's in every row")
+          "in this process; the PyO3 module's values equal the extension's in every row, and the two extension paths' "
+          "rows are equal")
     print()
-    print("| path | seconds (median) | runs | / extension, Arrow columns |")
+    print("| path | seconds (median) | runs | / PyO3 over Arrow |")
     print("|---|---|---|---|")
     for name, s in seconds.items():
         m = statistics.median(s)

@@ -51,55 +51,16 @@ CREATE TEMP TABLE _dedup_prepared (
   rewrite_url    TEXT     -- set by phase 6 for pages kept apart: their strict URL
 );
 -- @rows
--- (LIMIT -1 keeps the subquery a co-routine: each function runs once a row.
--- The texts stop at the second layer: each column a layer passes on is
--- copied, so the last one gets only what it writes.)
-WITH checked AS (
-  SELECT rid, url, title, content, parsed, content_hash, length, datetime, crawled, category,
-         dedup_invalid_text(url, content, parsed) AS problem
-  FROM _dedup_todo LIMIT -1
-),
-src AS (
-  SELECT rid, url, datetime, crawled, category, problem, r.url_options, r.strict_options, r.compat,
-         CASE WHEN problem IS NULL AND parsed IS NULL AND content <> ''
-              THEN normalize_text(coalesce(title, '') || char(10, 10) ||
-                   CASE WHEN r.compat <> 'reference' AND is_html(content)
-                        THEN CASE WHEN r.boilerplate = 'strip' THEN main_text(content) ELSE html_text(content) END
-                        ELSE content END) END AS fill,
-         CASE WHEN problem IS NULL AND content_hash IS NULL AND parsed <> '' THEN content_hash(parsed)
-              ELSE content_hash END AS given_hash,
-         CASE WHEN length IS NULL AND parsed <> '' THEN length(parsed) ELSE length END AS given_length,
-         parsed <> '' AS parsed_text,
-         CASE WHEN problem IS NULL AND r.url_rules > 0
-              THEN coalesce(',tracking+=' || url_rule_params(url, r.url_rules), '')
-              ELSE '' END
-         || CASE WHEN problem IS NULL AND r.fix_urls
-                 THEN coalesce((SELECT f.options FROM _dedup_url_fixes AS f WHERE f.host = url_host(url)), '')
-                 ELSE '' END AS learned
-  FROM checked CROSS JOIN _dedup_run AS r LIMIT -1
-)
+-- (The per-row rules are dedup_phase1's, src/core/phase1.rs: the one
+-- place they live, which a run made elsewhere (Spark) calls too.)
 INSERT INTO _dedup_prepared
-SELECT s.rid,
-       s.problem,
-       CASE WHEN s.problem IS NULL THEN canonical_url(s.url, s.url_options || s.learned) END,
-       CASE WHEN s.problem IS NULL THEN url_domain(s.url, s.url_options || s.learned) END,
-       CASE WHEN s.problem IS NULL THEN url_wayback(s.url) END,
-       CASE WHEN s.problem IS NOT NULL THEN NULL
-            WHEN s.url IS NULL THEN 'unparseable: NULL url'
-            ELSE url_discard_reason(s.url, s.url_options || s.learned) END,
-       CASE WHEN s.problem IS NOT NULL THEN NULL
-            WHEN s.fill IS NOT NULL THEN content_hash(s.fill)
-            ELSE s.given_hash END,
-       s.datetime,
-       s.crawled,
-       NULLIF(CASE WHEN s.fill IS NOT NULL THEN length(s.fill) ELSE s.given_length END, 0),
-       s.category,
-       s.fill,
-       coalesce(s.fill <> '', s.parsed_text, 0),
-       CASE WHEN s.problem IS NULL AND s.strict_options IS NOT NULL THEN canonical_url(s.url, s.strict_options || s.learned) END,
-       s.compat <> 'reference' AND s.problem IS NULL AND s.url LIKE 'https://%',
-       coalesce((SELECT f.prefer_rank FROM _dedup_prefer AS f WHERE f.rid = s.rid), 0),
+SELECT p.source_rowid, p.skip_reason, p.canonical_url, p.domain, p.wayback, p.discard_reason,
+       p.content_hash, p.datetime, p.crawled, p.length, p.category, p.fill_parsed, p.has_text,
+       p.strict_url, p.https,
+       coalesce((SELECT f.prefer_rank FROM _dedup_prefer AS f WHERE f.rid = p.source_rowid), 0),
        NULL
-FROM src AS s;
+FROM _dedup_run AS r,
+     dedup_phase1('_dedup_todo', r.url_options, r.strict_options, r.compat, r.boilerplate,
+                  r.url_rules, r.fix_urls) AS p;
 -- @rows
 CREATE INDEX temp._dedup_prepared_url ON _dedup_prepared (canonical_url);

@@ -6,37 +6,22 @@
 -- text filled (fill_parsed NULL). Their parsed, content_hash and length
 -- columns then hold what phase 1 took from them before (a NULL hash or
 -- length was filled with the value phase 1 computed), so only the URL's
--- functions run again, on the new URL, with the options of
--- 01_canonicalize.sql (keep the two equal); the rows' texts are not read.
--- A row the run filled goes through the whole row statement again.
-WITH src AS (
-  SELECT g.rid, g.url, r.url_options, r.strict_options, r.compat,
-         CASE WHEN r.url_rules > 0
-              THEN coalesce(',tracking+=' || url_rule_params(g.url, r.url_rules), '')
-              ELSE '' END AS learned
-  FROM temp._dedup_source AS g CROSS JOIN temp._dedup_run AS r
-  WHERE g.rid IN (SELECT source_rowid FROM temp._dedup_url_only) LIMIT -1
-),
-opted AS (
-  SELECT *, url_options || learned AS opts, strict_options || learned AS strict_opts FROM src LIMIT -1
-)
+-- rules run again (dedup_phase1 on the new URL alone, as the run's phase
+-- 1 did), and the rows' texts are not read. A row the run filled goes
+-- through the whole row statement again.
+DROP VIEW IF EXISTS temp._dedup_url_only_rows;
+CREATE TEMP VIEW _dedup_url_only_rows AS
+SELECT g.rid, g.url, NULL AS title, NULL AS content, NULL AS parsed, NULL AS content_hash,
+       NULL AS length, NULL AS datetime, NULL AS crawled, NULL AS category
+FROM temp._dedup_source AS g
+WHERE g.rid IN (SELECT source_rowid FROM temp._dedup_url_only);
+CREATE INDEX temp._dedup_url_only_id ON _dedup_url_only (source_rowid);
 INSERT INTO _dedup_prepared
-SELECT b.source_rowid,
-       NULL,
-       canonical_url(s.url, s.opts),
-       url_domain(s.url, s.opts),
-       url_wayback(s.url),
-       CASE WHEN s.url IS NULL THEN 'unparseable: NULL url'
-            ELSE url_discard_reason(s.url, s.opts) END,
-       b.content_hash,
-       b.datetime,
-       b.crawled,
-       b.length,
-       b.category,
-       NULL,
-       b.has_text,
-       CASE WHEN s.strict_opts IS NOT NULL THEN canonical_url(s.url, s.strict_opts) END,
-       s.compat <> 'reference' AND s.url LIKE 'https://%',
-       b.prefer_rank,
-       NULL
-FROM opted AS s JOIN temp._dedup_url_only AS b ON b.source_rowid = s.rid;
+SELECT b.source_rowid, NULL, p.canonical_url, p.domain, p.wayback, p.discard_reason,
+       b.content_hash, b.datetime, b.crawled, b.length, b.category, NULL, b.has_text,
+       p.strict_url, p.https, b.prefer_rank, NULL
+FROM temp._dedup_run AS r
+CROSS JOIN dedup_phase1('_dedup_url_only_rows', r.url_options, r.strict_options, r.compat, r.boilerplate,
+                        r.url_rules, r.fix_urls) AS p
+CROSS JOIN temp._dedup_url_only AS b ON b.source_rowid = p.source_rowid;
+DROP VIEW temp._dedup_url_only_rows;

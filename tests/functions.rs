@@ -51,6 +51,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_invalid_text",
             "dedup_learn_url_rules",
             "dedup_pack_keys",
+            "dedup_phase1_arrow",
             "dedup_plan",
             "dedup_prepare",
             "dedup_progress",
@@ -94,6 +95,7 @@ fn register_adds_exactly_these_functions_and_modules() {
         [
             "dedup_elected",
             "dedup_held_statements",
+            "dedup_phase1",
             "dedup_similar",
             "lsh_bands",
             "near_dups",

@@ -187,6 +187,144 @@ pub fn encode(columns: &[Column]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// One value of a decoded column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    /// Null.
+    Null,
+    /// An integer (Int64, Int32).
+    Integer(i64),
+    /// Text (Utf8: the writer promised UTF-8; not checked here).
+    Text(&'a [u8]),
+    /// Bytes (Binary).
+    Blob(&'a [u8]),
+}
+
+/// A column of a batch read back ([`decode`]), borrowing the batch.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnView<'a> {
+    name: &'a str,
+    kind: Kind,
+    validity: &'a [u8],
+    offsets: &'a [u8],
+    data: &'a [u8],
+}
+
+impl<'a> ColumnView<'a> {
+    /// The column's name.
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// Row `i`'s value (`i` below the batch's rows).
+    pub fn cell(&self, i: usize) -> Cell<'a> {
+        // (An empty validity buffer: every row is valid, as Arrow allows.)
+        if !self.validity.is_empty() && self.validity[i / 8] & (1 << (i % 8)) == 0 {
+            return Cell::Null;
+        }
+        let at = |b: &[u8], k: usize, w: usize| -> [u8; 8] {
+            let mut out = [0u8; 8];
+            out[..w].copy_from_slice(&b[k * w..k * w + w]);
+            out
+        };
+        match self.kind {
+            Kind::Int64 => Cell::Integer(i64::from_le_bytes(at(self.data, i, 8))),
+            Kind::Int32 => Cell::Integer(i64::from(i32::from_le_bytes(
+                at(self.data, i, 4)[..4].try_into().expect("4 bytes"),
+            ))),
+            Kind::Utf8 | Kind::Binary => {
+                let offset = |k: usize| {
+                    i32::from_le_bytes(at(self.offsets, k, 4)[..4].try_into().expect("4 bytes"))
+                        as usize
+                };
+                let bytes = &self.data[offset(i)..offset(i + 1)];
+                if self.kind == Kind::Utf8 {
+                    Cell::Text(bytes)
+                } else {
+                    Cell::Blob(bytes)
+                }
+            }
+        }
+    }
+}
+
+/// The rows and columns of a batch in the format above, each column's
+/// buffers checked against the rows (offsets in order and within the data);
+/// an error says what is wrong.
+pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
+    let mut at = 0usize;
+    let u64_at = |at: usize| -> Result<u64, String> {
+        blob.get(at..at + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .ok_or_else(|| "the batch ends early".to_string())
+    };
+    if blob.get(..8) != Some(b"DDARROW1") {
+        return Err("not a batch of Arrow columns (no DDARROW1 header)".into());
+    }
+    let rows = usize::try_from(u64_at(8)?).map_err(|_| "too many rows".to_string())?;
+    let count = u64_at(16)?;
+    at += 24;
+    let take = |at: &mut usize| -> Result<&[u8], String> {
+        let size = usize::try_from(u64_at(*at)?).map_err(|_| "a buffer too large".to_string())?;
+        let start = *at + 8;
+        let end = start.checked_add(size).ok_or("a buffer too large")?;
+        let bytes = blob.get(start..end).ok_or("the batch ends early")?;
+        *at = end + (8 - end % 8) % 8;
+        Ok(bytes)
+    };
+    let mut columns = Vec::new();
+    for _ in 0..count {
+        let name = std::str::from_utf8(take(&mut at)?).map_err(|_| "a column name is not UTF-8")?;
+        let kind = match u64_at(at)? {
+            1 => Kind::Int64,
+            2 => Kind::Int32,
+            3 => Kind::Utf8,
+            4 => Kind::Binary,
+            k => return Err(format!("column {name} has an unknown kind {k}")),
+        };
+        at += 8;
+        let validity = take(&mut at)?;
+        let offsets = if matches!(kind, Kind::Utf8 | Kind::Binary) {
+            take(&mut at)?
+        } else {
+            &[]
+        };
+        let data = take(&mut at)?;
+        let bad = |why: &str| format!("column {name}: {why}");
+        if !validity.is_empty() && validity.len() < rows.div_ceil(8) {
+            return Err(bad("its validity is shorter than its rows"));
+        }
+        match kind {
+            Kind::Int64 if data.len() < 8 * rows => return Err(bad("fewer values than rows")),
+            Kind::Int32 if data.len() < 4 * rows => return Err(bad("fewer values than rows")),
+            Kind::Utf8 | Kind::Binary => {
+                if offsets.len() < 4 * (rows + 1) {
+                    return Err(bad("fewer offsets than rows"));
+                }
+                let mut last = 0i64;
+                for k in 0..=rows {
+                    let o = i64::from(i32::from_le_bytes(
+                        offsets[4 * k..4 * k + 4].try_into().expect("4 bytes"),
+                    ));
+                    if o < last || o as usize > data.len() || (k == 0 && o != 0) {
+                        return Err(bad("its offsets are out of order or past its data"));
+                    }
+                    last = o;
+                }
+            }
+            _ => {}
+        }
+        columns.push(ColumnView {
+            name,
+            kind,
+            validity,
+            offsets,
+            data,
+        });
+    }
+    Ok((rows, columns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,5 +408,35 @@ mod tests {
             .map(|i| b[56 + i / 8] & (1 << (i % 8)) != 0)
             .collect();
         assert_eq!(bits, (0..19).map(|i| i % 3 != 0).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_batch_reads_back_as_written() {
+        let mut ids = Column::new("id", Kind::Int64);
+        let mut names = Column::new("name", Kind::Utf8);
+        let mut raw = Column::new("raw", Kind::Binary);
+        for (i, name) in [Some("ab"), None, Some("é"), Some("")].iter().enumerate() {
+            ids.push_int(i as i64 * 10 - 5).unwrap();
+            match name {
+                Some(s) => names.push_bytes(s.as_bytes()).unwrap(),
+                None => names.push_null(),
+            }
+            raw.push_bytes(&[i as u8, 0xff]).unwrap();
+        }
+        let blob = encode(&[ids, names, raw]).unwrap();
+        let (rows, cols) = decode(&blob).unwrap();
+        assert_eq!(rows, 4);
+        assert_eq!(
+            cols.iter().map(|c| c.name()).collect::<Vec<_>>(),
+            ["id", "name", "raw"]
+        );
+        assert_eq!(cols[0].cell(3), Cell::Integer(25));
+        assert_eq!(cols[1].cell(0), Cell::Text(b"ab"));
+        assert_eq!(cols[1].cell(1), Cell::Null);
+        assert_eq!(cols[1].cell(2), Cell::Text("é".as_bytes()));
+        assert_eq!(cols[1].cell(3), Cell::Text(b""));
+        assert_eq!(cols[2].cell(2), Cell::Blob(&[2, 0xff]));
+        assert!(decode(&blob[..blob.len() - 8]).is_err());
+        assert!(decode(b"nonsense").unwrap_err().contains("DDARROW1"));
     }
 }

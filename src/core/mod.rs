@@ -15,6 +15,7 @@ pub mod near_dups;
 pub mod ordering;
 pub mod pair_scan;
 pub mod parallel;
+pub mod phase1;
 pub mod pools;
 pub mod scan_ahead;
 pub mod segments;

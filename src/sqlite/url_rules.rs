@@ -47,7 +47,11 @@ fn dupe_probability(db: &Connection, cache: &ModelCache, url: &str) -> Result<Op
 /// its domain (a rule of the whole domain, or of its path) with at least
 /// `min_probability`, joined by `|` for `canonical_url`'s `tracking+=`
 /// option; `None` when there are none.
-fn rule_params(db: &Connection, url: &str, min_probability: f64) -> Result<Option<String>> {
+pub(crate) fn rule_params(
+    db: &Connection,
+    url: &str,
+    min_probability: f64,
+) -> Result<Option<String>> {
     let Some((_, parts, canonical)) = rule_parts(url, rule_options()) else {
         return Ok(None);
     };

@@ -8,7 +8,7 @@ import pytest
 import pipeline as P
 
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_apply_plan", "dedup_chars", "dedup_debug", "dedup_differing_params", "dedup_extra_params", "dedup_fingerprint", "dedup_histogram", "dedup_invalid_text",
-             "dedup_learn_url_rules", "dedup_pack_keys", "dedup_plan", "dedup_prepare", "dedup_progress", "dedup_require", "dedup_restore", "dedup_rows_arrow",
+             "dedup_learn_url_rules", "dedup_pack_keys", "dedup_phase1_arrow", "dedup_plan", "dedup_prepare", "dedup_progress", "dedup_require", "dedup_restore", "dedup_rows_arrow",
              "dedup_run", "dedup_similar", "dedup_sort_key",
              "dedup_version", "dupe_probability", "hamming_distance", "html_text", "is_html", "lev_ratio", "lsh_params", "lsh_probability",
              "main_text", "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
@@ -31,7 +31,7 @@ def test_loads_and_adds_exactly_its_functions_and_modules():
     before = {r[0] for r in plain.execute(q)}
     assert sorted({r[0] for r in loaded.execute(q)} - before) == FUNCTIONS
     q = "SELECT name FROM pragma_module_list"
-    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"dedup_elected", "dedup_held_statements", "dedup_similar", "lsh_bands", "near_dups", "near_dups_among",
+    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"dedup_elected", "dedup_held_statements", "dedup_phase1", "dedup_similar", "lsh_bands", "near_dups", "near_dups_among",
         "segments"}
     assert loaded.execute("SELECT dedup_version()").fetchone()[0].startswith("v")
 

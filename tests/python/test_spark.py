@@ -796,3 +796,61 @@ def test_a_shard_given_twice_by_any_path_is_refused_before_anything_changes(pack
         assert run.returncode == 1, run.stderr
         assert named in run.stderr and "nothing was changed" in run.stderr, run.stderr
         assert [dump(p) for p in shards] == before
+
+
+def page_batches(rows, names, size):
+    """Pages (tuples of `names`, an id first) as Arrow batches of `size`
+    rows, each column of one type: int64 for ids and lengths, else text."""
+    import pyarrow as pa
+    types = {"rowid": pa.int64(), "length": pa.int64()}
+    for k in range(0, len(rows), size):
+        part = rows[k:k + size]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([r[i] for r in part], types.get(n, pa.string())) for i, n in enumerate(names)], names=names)
+
+
+def edge_pages(n, seed):
+    """Pages that meet every branch of phase 1: HTML and text content
+    without parsed text, empty texts and titles, NULLs, given hashes and
+    lengths (0 among them), bad URLs, ignored paths, wrappers, non-Latin
+    text, a NUL."""
+    import random
+    rng = random.Random(seed)
+    urls = ["https://a.example/x?id=1&utm_source=z", "HTTPS://A.example/x/", "http://www.b.example/p?color=2&id=3",
+            "https://b.example/tag/x", "https://web.archive.org/web/2020/https://c.example/y", "not a url", "",
+            "https://c.example/é?q=ü", "ftp://x/y", "https://d.example/page#page=3", None]
+    texts = ["<html><body><p>Hello <b>World</b></p><nav>menu</nav><script>x()</script></body></html>",
+             "\n <!-- c --><!DOCTYPE html><div>Second page text here</div>", "plain text content", "",
+             "Ελληνικά και русский текст 中文", "<p>a</p>" * 50, "Text\x00with NUL", None]
+    return [(i, rng.choice(urls), rng.choice(["Title", "Ünïcode", "", None]), rng.choice(texts),
+             rng.choice([None, None, "parsed text", ""]), rng.choice([None, None, "abc"]),
+             rng.choice([None, None, 0, 17]), rng.choice([None, "2020-01-01", ""]),
+             rng.choice([None, "2021-01-01 00:00:00"]), rng.choice([None, "external", "x"]))
+            for i in range(1, n + 1)]
+
+
+@pytest.mark.parametrize("settings", [{}, {"compat": "reference"}, {"url_options": "strip_www,https",
+                                                                    "discard_params": 0}],
+                         ids=["default", "compat", "keep-params-www-https"])
+def test_arrow_pages_through_phase1_arrow_are_the_tables_rows(package, settings, monkeypatch):
+    """Pages that arrive as Arrow batches go through dedup_phase1_arrow
+    (the core's phase 1, no table): every row and value equals what
+    dedup_prepare makes of the same pages in an in-memory table, on
+    parity-5k and on pages built to meet every branch of phase 1."""
+    sys.path.insert(0, package)
+    from sqlite_dedup.spark import _tasks
+    names = ["rowid", "url", "title", "content", "parsed", "content_hash", "length", "datetime", "crawled",
+             "category"]
+    P.require_corpus()
+    src = sqlite3.connect(os.path.join(P.CORPUS, "parity-5k.db"))
+    corpus = src.execute(f"SELECT {', '.join(names)} FROM pages").fetchall()
+    src.close()
+    for rows in (corpus, edge_pages(700, 3)):
+        def prepared(direct):
+            monkeypatch.setattr(_tasks, "DIRECT", direct)
+            batches = _tasks.prepare_batches(page_batches(rows, names, 333), "rowid", names[1:], json.dumps(settings))
+            return sorted((row for b in batches for row in zip(*(c.to_pylist() for c in b.columns))),
+                          key=lambda r: r[1])
+        direct, table = prepared(True), prepared(False)
+        assert len(direct) == len(rows)
+        assert direct == table

@@ -160,6 +160,11 @@ def prepared_batches(conn, index, lo=None, hi=None):
             yield pa.RecordBatch.from_arrays([shard] + batch.columns, names=["shard"] + names)
 
 
+#: Whether pages that arrive as Arrow batches go through the extension as
+#: Arrow columns (dedup_phase1_arrow) where they can; False: always through
+#: an in-memory table (the tests compare the two).
+DIRECT = True
+
 #: The columns of pages a DataFrame may bring (the pipeline's names).
 PAGE_COLUMNS = ("url", "title", "content", "parsed", "content_hash", "length", "datetime", "crawled", "category",
                 "domain", "wayback")
@@ -167,25 +172,49 @@ PAGE_COLUMNS = ("url", "title", "content", "parsed", "content_hash", "length", "
 
 def prepare_batches(batches, id_column, columns, settings_json):
     """Phase 1 on pages that arrive as Arrow batches (a DataFrame's
-    partition): each batch goes into an in-memory `pages` table, its rowids
-    the `id_column` values, and comes out as dedup_prepare's rows (shard 0)."""
+    partition), as dedup_prepare's rows (shard 0), the `id_column` values
+    their rowids. Each batch goes through the extension's phase 1 as Arrow
+    columns (dedup_phase1_arrow, the rules the SQL runner's phase 1 runs),
+    with no table between; with `prefer` (its terms are SQL over a table),
+    or a column of another type than text, bytes or integers, through an
+    in-memory `pages` table and dedup_prepare instead."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     conn = connect(":memory:")
+    direct = DIRECT and not json.loads(settings_json).get("prefer")
     try:
         for batch in batches:
-            ids = batch.column(batch.schema.get_field_index(id_column)).to_pylist()
-            for k, v in enumerate(ids):
-                if not isinstance(v, int):
-                    raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must hold integers, "
-                                     f"got {v!r} (in the row with url {batch.column(batch.schema.get_field_index('url'))[k]})")
-            values = [batch.column(batch.schema.get_field_index(c)).to_pylist() for c in columns]
+            ids = batch.column(batch.schema.get_field_index(id_column))
+            if ids.null_count or not pa.types.is_integer(ids.type):
+                bad = next(v for v in ids.to_pylist() if not isinstance(v, int))
+                k = ids.to_pylist().index(bad)
+                raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must hold integers, "
+                                 f"got {bad!r} (in the row with url {batch.column(batch.schema.get_field_index('url'))[k]})")
+            if len(pc.unique(ids)) != len(ids):
+                raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must be unique")
+            arrays = [(c, batch.column(batch.schema.get_field_index(c))) for c in columns]
+            if direct and all(_columns.writable(a.type) for _, a in arrays):
+                named = dict(arrays)
+                if "parsed" in named and pa.types.is_string(named.get("content", pa.array([])).type):
+                    # (Phase 1 reads a text content only where parsed is NULL:
+                    # the others' need not be copied.)
+                    named["content"] = pc.if_else(pc.is_null(named["parsed"]), named["content"],
+                                                  pa.scalar(None, pa.string()))
+                    arrays = list(named.items())
+                blob = _columns.batch_bytes([("rid", ids.cast(pa.int64()))] + arrays)
+                out = _columns.record_batch(conn.execute("SELECT dedup_phase1_arrow(?, ?)",
+                                                         (blob, settings_json)).fetchone()[0])
+                if out.num_rows:
+                    shard = pa.repeat(pa.scalar(0, pa.int32()), out.num_rows)
+                    yield pa.RecordBatch.from_arrays([shard] + out.columns, names=["shard"] + out.schema.names)
+                continue
+            values = [a.to_pylist() for _, a in arrays]
             conn.execute("DROP TABLE IF EXISTS pages")
             conn.execute(f"CREATE TABLE pages ({', '.join(columns)})")
             marks = ", ".join("?" * (len(columns) + 1))
-            try:
-                insert_many(conn, f"INSERT INTO pages (rowid, {', '.join(columns)}) VALUES ({marks})",
-                            zip(ids, *values))
-            except sqlite3.IntegrityError:
-                raise ValueError(f"sqlite-dedup spark: the id column {id_column!r} must be unique") from None
+            insert_many(conn, f"INSERT INTO pages (rowid, {', '.join(columns)}) VALUES ({marks})",
+                        zip(ids.to_pylist(), *values))
             conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
             yield from prepared_batches(conn, 0)
     finally:

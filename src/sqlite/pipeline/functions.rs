@@ -7,7 +7,7 @@ use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
-use super::run::{apply, kept_apart, plan, progress, report, restore, similar};
+use super::run::{apply, kept_apart, phase1_arrow, plan, progress, report, restore, similar};
 use super::tables::schema;
 use super::{external as rows_arrow, scripts};
 use crate::sqlite::pipeline::error::DedupError;
@@ -60,6 +60,7 @@ pub fn register(db: &Connection) -> Result<()> {
     index_bands::register(db)?;
     kept_apart::register(db)?;
     similar::register(db)?;
+    phase1_arrow::register(db)?;
     rows_arrow::register(db)?;
     dedup_run(db)?;
     dedup_plan(db)?;

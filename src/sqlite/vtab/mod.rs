@@ -6,6 +6,7 @@ pub mod held_statements;
 pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
+pub mod phase1;
 mod rows_cursor;
 pub mod scan_table;
 pub mod segments;
@@ -22,5 +23,6 @@ pub fn register(db: &Connection, held: held_statements::Held) -> Result<()> {
     near_dups_among::register(db, last)?;
     lsh_bands::register(db)?;
     segments::register(db)?;
+    phase1::register(db)?;
     similar::register(db)
 }

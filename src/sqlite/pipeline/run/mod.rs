@@ -4,13 +4,15 @@
 //! write was refused on; [`progress`] tells a display how far a run is;
 //! [`kept_apart`] is phase 6's aggregate. A run's other inputs: another
 //! database's pages ([`against`]) and the hosts' probed answers
-//! ([`url_fixes`]).
+//! ([`url_fixes`]). A run made elsewhere: phase 1 of a batch of Arrow
+//! columns ([`phase1_arrow`]).
 
 pub mod against;
 pub mod apply;
 pub mod atomic;
 pub mod kept_apart;
 pub mod locate;
+pub mod phase1_arrow;
 pub mod plan;
 pub mod prefer;
 pub mod progress;

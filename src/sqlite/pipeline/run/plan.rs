@@ -15,7 +15,7 @@ use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 61] = [
+pub const TEMP_OBJECTS: [(&str, &str); 62] = [
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
@@ -47,6 +47,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 61] = [
     ("TABLE", "_dedup_near_rows"),
     ("TABLE", "_dedup_domain_delta"),
     ("TABLE", "_dedup_url_only"),
+    ("VIEW", "_dedup_url_only_rows"),
     ("TABLE", "_dedup_before"),
     ("TABLE", "_dedup_incremental"),
     ("TABLE", "_dedup_fingerprint"),
