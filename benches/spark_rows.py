@@ -9,10 +9,13 @@ faster"):
   Arrow arrays (the Spark layer until 2026-11-26);
 - extension, Arrow columns: the same, but the extension writes the rows as
   Arrow columns (dedup_rows_arrow; the Spark layer until 2026-12-04);
-- extension, dedup_phase1_arrow: the batch's buffers to the extension and
-  its rows back as Arrow columns, no table between: phase 1's rules of
-  `src/core/phase1.rs`, which the SQL runner's phase 1 runs too (the Spark
-  layer now);
+- extension, dedup_phase1_arrow: the batch's buffers copied into a BLOB
+  for the SQL function and its rows back as Arrow columns, no table
+  between: phase 1's rules of `src/core/phase1.rs`, which the SQL runner's
+  phase 1 runs too;
+- extension, in place: the same core reading the batch where pyarrow holds
+  it, through the Arrow C data interface (`src/arrow_abi.rs`, by ctypes;
+  the Spark layer now);
 - PyO3: a Python module over the Arrow buffers that calls the same Rust
   core (benches/pyo3_rows, built here; default settings only), the
   prototype the one-core design is measured against.
@@ -103,7 +106,17 @@ def arrow_columns(batches, columns, settings):
 
 
 def phase1_arrow(batches, columns, settings):
-    """Now: _tasks.prepare_batches, the batches through dedup_phase1_arrow."""
+    """The batches copied into a BLOB for the SQL function dedup_phase1_arrow."""
+    _tasks.ABI = False
+    try:
+        return list(_tasks.prepare_batches(batches, "id", columns, settings))
+    finally:
+        _tasks.ABI = True
+
+
+def in_place(batches, columns, settings):
+    """Now: _tasks.prepare_batches, the batches read in place through the
+    Arrow C data interface (sqlite_dedup_phase1_arrow, the same core)."""
     return list(_tasks.prepare_batches(batches, "id", columns, settings))
 
 
@@ -186,12 +199,14 @@ def main():
     paths = {
         "extension, Python values (before)": python_values,
         "extension, Arrow columns (before)": arrow_columns,
-        "extension, dedup_phase1_arrow (now)": phase1_arrow,
+        "extension, dedup_phase1_arrow, a BLOB through SQL": phase1_arrow,
+        "extension, in place through the Arrow C data interface (now)": in_place,
         "PyO3 over Arrow": pyo3_path(module, options),
     }
     import pyarrow as pa
-    assert pa.Table.from_batches(arrow_columns(batches, columns, settings)).sort_by("rid").equals(
-        pa.Table.from_batches(phase1_arrow(batches, columns, settings)).sort_by("rid")), "the two paths differ"
+    table = pa.Table.from_batches(arrow_columns(batches, columns, settings)).sort_by("rid")
+    for direct in (phase1_arrow, in_place):
+        assert table.equals(pa.Table.from_batches(direct(batches, columns, settings)).sort_by("rid")), direct.__name__
     same_values(arrow_columns(batches, columns, settings), paths["PyO3 over Arrow"](batches, columns, settings))
     shards = {"shard file, Python values (before)": shard_python_values,
               "shard file, Arrow columns (now)": shard_path}
@@ -207,7 +222,7 @@ def main():
             seconds[name].append(time.perf_counter() - t)
     now = statistics.median(seconds["PyO3 over Arrow"])
     print(f"{args.pages} builder pages (seed 7), batches of {args.batch} rows, median of {args.repeat} runs "
-          "in this process; the PyO3 module's values equal the extension's in every row, and the two extension paths' "
+          "in this process; the PyO3 module's values equal the extension's in every row, and the extension paths' "
           "rows are equal")
     print()
     print("| path | seconds (median) | runs | / PyO3 over Arrow |")

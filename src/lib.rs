@@ -4,8 +4,11 @@
 //! [`register`] adds every SQL function and module to a connection; the
 //! `loadable_extension` feature adds the entry point `sqlite3_dedup_init`.
 //! The algorithms live in [`core`], which knows nothing of SQLite; the
-//! bindings, table-valued functions and pipeline runner in [`sqlite`].
+//! bindings, table-valued functions and pipeline runner in [`sqlite`];
+//! [`arrow_abi`] is phase 1 over Arrow buffers for the Python package's
+//! Spark layer, called through the C ABI, not SQL.
 
+pub mod arrow_abi;
 pub mod core;
 pub mod sqlite;
 

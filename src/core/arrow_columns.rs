@@ -205,12 +205,36 @@ pub enum Cell<'a> {
 pub struct ColumnView<'a> {
     name: &'a str,
     kind: Kind,
+    /// Rows of the buffers before the column's first (Arrow's offset).
+    skip: usize,
     validity: &'a [u8],
     offsets: &'a [u8],
     data: &'a [u8],
 }
 
 impl<'a> ColumnView<'a> {
+    /// A column over Arrow buffers as they are: its first row is row `skip`
+    /// of the buffers (Arrow's offset); `validity` empty when every row is
+    /// valid, `offsets` empty for a column of integers. The caller checks
+    /// that the buffers hold its rows (as [`decode`] does).
+    pub fn from_buffers(
+        name: &'a str,
+        kind: Kind,
+        skip: usize,
+        validity: &'a [u8],
+        offsets: &'a [u8],
+        data: &'a [u8],
+    ) -> Self {
+        ColumnView {
+            name,
+            kind,
+            skip,
+            validity,
+            offsets,
+            data,
+        }
+    }
+
     /// The column's name.
     pub fn name(&self) -> &'a str {
         self.name
@@ -218,6 +242,7 @@ impl<'a> ColumnView<'a> {
 
     /// Row `i`'s value (`i` below the batch's rows).
     pub fn cell(&self, i: usize) -> Cell<'a> {
+        let i = i + self.skip;
         // (An empty validity buffer: every row is valid, as Arrow allows.)
         if !self.validity.is_empty() && self.validity[i / 8] & (1 << (i % 8)) == 0 {
             return Cell::Null;
@@ -317,6 +342,7 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
         columns.push(ColumnView {
             name,
             kind,
+            skip: 0,
             validity,
             offsets,
             data,

@@ -800,13 +800,13 @@ def test_a_shard_given_twice_by_any_path_is_refused_before_anything_changes(pack
 
 def page_batches(rows, names, size):
     """Pages (tuples of `names`, an id first) as Arrow batches of `size`
-    rows, each column of one type: int64 for ids and lengths, else text."""
+    rows, slices of one table (so with Arrow offsets), each column of one
+    type: int64 for ids and lengths, else text."""
     import pyarrow as pa
     types = {"rowid": pa.int64(), "length": pa.int64()}
-    for k in range(0, len(rows), size):
-        part = rows[k:k + size]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([r[i] for r in part], types.get(n, pa.string())) for i, n in enumerate(names)], names=names)
+    table = pa.table([pa.array([r[i] for r in rows], types.get(n, pa.string())) for i, n in enumerate(names)],
+                     names=names)
+    yield from table.to_batches(max_chunksize=size)
 
 
 def edge_pages(n, seed):
@@ -833,10 +833,13 @@ def edge_pages(n, seed):
                                                                     "discard_params": 0}],
                          ids=["default", "compat", "keep-params-www-https"])
 def test_arrow_pages_through_phase1_arrow_are_the_tables_rows(package, settings, monkeypatch):
-    """Pages that arrive as Arrow batches go through dedup_phase1_arrow
-    (the core's phase 1, no table): every row and value equals what
-    dedup_prepare makes of the same pages in an in-memory table, on
-    parity-5k and on pages built to meet every branch of phase 1."""
+    """Pages that arrive as Arrow batches go through the core's phase 1
+    with no table between, read in place through the Arrow C data
+    interface (sqlite_dedup_phase1_arrow) or copied into a BLOB for
+    dedup_phase1_arrow: every row and value equals what dedup_prepare
+    makes of the same pages in an in-memory table, on parity-5k (in
+    batches that are slices of one table: Arrow offsets) and on pages built
+    to meet every branch of phase 1."""
     sys.path.insert(0, package)
     from sqlite_dedup.spark import _tasks
     names = ["rowid", "url", "title", "content", "parsed", "content_hash", "length", "datetime", "crawled",
@@ -846,11 +849,16 @@ def test_arrow_pages_through_phase1_arrow_are_the_tables_rows(package, settings,
     corpus = src.execute(f"SELECT {', '.join(names)} FROM pages").fetchall()
     src.close()
     for rows in (corpus, edge_pages(700, 3)):
-        def prepared(direct):
+        def prepared(direct, abi):
             monkeypatch.setattr(_tasks, "DIRECT", direct)
+            monkeypatch.setattr(_tasks, "ABI", abi)
             batches = _tasks.prepare_batches(page_batches(rows, names, 333), "rowid", names[1:], json.dumps(settings))
             return sorted((row for b in batches for row in zip(*(c.to_pylist() for c in b.columns))),
                           key=lambda r: r[1])
-        direct, table = prepared(True), prepared(False)
-        assert len(direct) == len(rows)
-        assert direct == table
+        # (In place through the C data interface; as a BLOB through SQL;
+        # through an in-memory table.)
+        _tasks._Phase1Abi(_tasks.extension_path())  # (the in-place path is there: no quiet fallback)
+        in_place, blob, table = prepared(True, True), prepared(True, False), prepared(False, False)
+        assert len(in_place) == len(rows)
+        assert in_place == table
+        assert blob == table

@@ -165,9 +165,68 @@ def prepared_batches(conn, index, lo=None, hi=None):
 #: an in-memory table (the tests compare the two).
 DIRECT = True
 
+#: Whether those batches reach the extension through the Arrow C data
+#: interface (ctypes), read in place, rather than copied into a BLOB for
+#: the SQL function; False: through SQL (the tests compare the two).
+ABI = True
+
 #: The columns of pages a DataFrame may bring (the pipeline's names).
 PAGE_COLUMNS = ("url", "title", "content", "parsed", "content_hash", "length", "datetime", "crawled", "category",
                 "domain", "wayback")
+
+
+class _Phase1Abi:
+    """The library's phase 1 over Arrow buffers in place
+    (`sqlite_dedup_phase1_arrow`, src/arrow_abi.rs), through ctypes: the
+    same file SQLite loads, its batches read where pyarrow holds them."""
+
+    def __init__(self, path):
+        import ctypes
+        lib = ctypes.CDLL(path if path.endswith(".so") else path + ".so")
+        self.ctypes = ctypes
+        self.call = lib.sqlite_dedup_phase1_arrow
+        self.call.restype = ctypes.c_int
+        self.call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                              ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                              ctypes.POINTER(ctypes.c_void_p)]
+        self.free = lib.sqlite_dedup_free
+        self.free.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.free_error = lib.sqlite_dedup_free_error
+        self.free_error.argtypes = [ctypes.c_void_p]
+
+    def prepare(self, batch, url_options, strict_options, reference):
+        """The batch (a pyarrow RecordBatch) through phase 1: the output
+        batch's bytes (_columns' format)."""
+        import pyarrow as pa
+        ct = self.ctypes
+        array, schema = ct.create_string_buffer(80), ct.create_string_buffer(72)
+        batch._export_to_c(ct.addressof(array), ct.addressof(schema))
+        out, size, error = ct.c_void_p(), ct.c_size_t(), ct.c_void_p()
+        try:
+            rc = self.call(ct.addressof(array), ct.addressof(schema), url_options.encode(),
+                           None if strict_options is None else strict_options.encode(), int(reference),
+                           ct.byref(out), ct.byref(size), ct.byref(error))
+        finally:
+            # (Imported back: pyarrow releases what it exported.)
+            pa.RecordBatch._import_from_c(ct.addressof(array), ct.addressof(schema))
+        if rc != 0:
+            message = ct.string_at(error.value).decode("utf-8", "replace")
+            self.free_error(error)
+            raise ValueError(f"sqlite-dedup spark: phase 1: {message}")
+        try:
+            return ct.string_at(out.value, size.value)
+        finally:
+            self.free(out, size)
+
+
+def _phase1_options(conn, columns, settings_json):
+    """(url_options, strict_options, reference) of a run with these
+    settings, as the extension reads and checks them (dedup_prepare on an
+    empty table of the columns)."""
+    conn.execute("DROP TABLE IF EXISTS pages")
+    conn.execute(f"CREATE TABLE pages ({', '.join(columns)})")
+    conn.execute("SELECT dedup_prepare(?)", (settings_json,)).fetchone()
+    return conn.execute("SELECT url_options, strict_options, compat = 'reference' FROM temp._dedup_run").fetchone()
 
 
 def prepare_batches(batches, id_column, columns, settings_json):
@@ -183,6 +242,12 @@ def prepare_batches(batches, id_column, columns, settings_json):
 
     conn = connect(":memory:")
     direct = DIRECT and not json.loads(settings_json).get("prefer")
+    abi, options = None, None
+    if direct and ABI:
+        try:
+            abi = _Phase1Abi(extension_path())
+        except (OSError, AttributeError):
+            abi = None  # (a library without the entry point: through SQL)
     try:
         for batch in batches:
             ids = batch.column(batch.schema.get_field_index(id_column))
@@ -196,15 +261,23 @@ def prepare_batches(batches, id_column, columns, settings_json):
             arrays = [(c, batch.column(batch.schema.get_field_index(c))) for c in columns]
             if direct and all(_columns.writable(a.type) for _, a in arrays):
                 named = dict(arrays)
-                if "parsed" in named and pa.types.is_string(named.get("content", pa.array([])).type):
+                if abi is None and "parsed" in named and pa.types.is_string(named.get("content", pa.array([])).type):
                     # (Phase 1 reads a text content only where parsed is NULL:
                     # the others' need not be copied.)
                     named["content"] = pc.if_else(pc.is_null(named["parsed"]), named["content"],
                                                   pa.scalar(None, pa.string()))
-                    arrays = list(named.items())
-                blob = _columns.batch_bytes([("rid", ids.cast(pa.int64()))] + arrays)
-                out = _columns.record_batch(conn.execute("SELECT dedup_phase1_arrow(?, ?)",
-                                                         (blob, settings_json)).fetchone()[0])
+                arrays = [("rid", ids.cast(pa.int64()))] + [
+                    (c, a.cast(pa.string()) if str(a.type) == "large_string" else
+                     a.cast(pa.binary()) if str(a.type) == "large_binary" else a) for c, a in named.items()]
+                if abi is not None:
+                    if options is None:
+                        options = _phase1_options(conn, columns, settings_json)
+                    blob = abi.prepare(pa.RecordBatch.from_arrays([a for _, a in arrays], names=[c for c, _ in arrays]),
+                                       *options)
+                else:
+                    blob = conn.execute("SELECT dedup_phase1_arrow(?, ?)",
+                                        (_columns.batch_bytes(arrays), settings_json)).fetchone()[0]
+                out = _columns.record_batch(blob)
                 if out.num_rows:
                     shard = pa.repeat(pa.scalar(0, pa.int32()), out.num_rows)
                     yield pa.RecordBatch.from_arrays([shard] + out.columns, names=["shard"] + out.schema.names)

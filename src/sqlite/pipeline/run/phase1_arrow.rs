@@ -110,6 +110,17 @@ fn rules(db: &Connection, settings: Option<&str>) -> std::result::Result<Rules, 
 fn batch(blob: &[u8], rules: &mut Rules) -> Result<Vec<u8>> {
     let (rows, columns) =
         decode(blob).map_err(|e| user_error(NAME, "batch must be a batch of Arrow columns", &e))?;
+    prepare_columns(rows, &columns, rules)
+}
+
+/// `rows` rows of `columns` (an Int64 `rid` and any of the page columns)
+/// through phase 1, as one batch of [`ROW_COLUMNS`] in
+/// `crate::core::arrow_columns`'s format.
+pub fn prepare_columns(
+    rows: usize,
+    columns: &[ColumnView<'_>],
+    rules: &mut Rules,
+) -> Result<Vec<u8>> {
     let find = |name: &str| columns.iter().find(|c| c.name() == name);
     let Some(rid) = find("rid") else {
         return Err(user_error(
