@@ -187,6 +187,87 @@ def test_the_command_runs_and_explains_it(tmp_path):
               "print(json.dumps(sqlite_dedup.run(conn, against=sys.argv[2])['against']))")
     out = subprocess.run([sys.executable, "-c", script, new, old], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"name": "old.db", "rows": 300, "survivor_there": len(
+    assert json.loads(out.stdout) == {"name": "old.db", "rows": 300, "index": False, "survivor_there": len(
         sqlite3.connect(new).execute("SELECT 1 FROM dedup_notes WHERE kind = 'survivor elsewhere' AND dedup_run = "
                                      "(SELECT max(run) FROM dedup_runs)").fetchall())}
+
+
+def drop_index(path):
+    """A copy-made database: the same pages and archive, no index."""
+    with sqlite3.connect(path) as c:
+        c.execute("DROP TABLE dedup_index_state")
+
+
+def outcome(path):
+    """The run's removals (rowid, phase, reason, survivor, ratio), its notes
+    but the final-survivor ones (the other database named alike), and the
+    pages as they are."""
+    c = sqlite3.connect(path)
+    try:
+        removed = c.execute("SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, round(dedup_ratio, 12) "
+                            "FROM dedup_removed ORDER BY 1").fetchall()
+        notes = c.execute("SELECT dedup_rowid, kind, replace(replace(note, 'copied.db', 'there.db'), 'indexed.db', "
+                          "'there.db') FROM dedup_notes WHERE kind <> 'final' ORDER BY 1, 2").fetchall()
+        pages = c.execute("SELECT rowid, * FROM pages ORDER BY rowid").fetchall()
+        return removed, notes, pages
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("settings", [{}, {"near_mode": "lsh"}, {"distance": 5, "threshold": 0.8},
+                                      {"n_min": 3}, {"near_mode": "lsh", "n_min": 3}],
+                         ids=["window", "lsh", "distance-5", "n_min-3", "lsh-n_min-3"])
+@pytest.mark.parametrize("cut", [3, 7])
+def test_against_a_databases_index_is_against_its_pages(tmp_path, settings, cut):
+    """A database a run left its index in is planned against there (its
+    pages neither read nor prepared again): the same removals, survivors
+    there, notes and pages as a run against the same pages and archive
+    copied (its index dropped), which compares both as one table, its
+    window slots included. Either file stays as it was."""
+    old = str(tmp_path / "indexed.db")
+    shutil.copy(P.DEMO, old)
+    with sqlite3.connect(old) as c:
+        c.execute("DELETE FROM pages WHERE rowid % ? = 0", (cut,))
+    run(old, **settings)
+    copied = str(tmp_path / "copied.db")
+    shutil.copy(old, copied)
+    drop_index(copied)
+    new = str(tmp_path / "new.db")
+    with sqlite3.connect(new) as c:
+        c.execute("ATTACH ? AS d", (P.DEMO,))
+        c.execute("CREATE TABLE pages AS SELECT * FROM d.pages WHERE 0")
+        c.execute("INSERT INTO pages (rowid, url, title, content, parsed, content_hash, length, datetime, crawled, "
+                  "category, domain, wayback) SELECT rowid, url, title, content, parsed, content_hash, length, datetime, "
+                  "crawled, category, domain, wayback FROM d.pages WHERE rowid % ? = 0", (cut,))
+    twin = str(tmp_path / "twin.db")
+    shutil.copy(new, twin)
+    before = (digest(old), digest(copied))
+    indexed_report = run(new, against=old, **settings)
+    copied_report = run(twin, against=copied, **settings)
+    assert "compared too, through its index;" in indexed_report
+    assert "through its index" not in copied_report
+    assert outcome(new) == outcome(twin)
+    assert (digest(old), digest(copied)) == before
+    assert not os.path.exists(old + "-journal")
+
+
+def test_the_index_is_not_used_where_it_would_answer_otherwise(tmp_path):
+    """Other settings than the index's, or window slots of this table's own
+    (its earlier runs' removals in phases 4-5, which the other database's
+    index does not hold): the pages are copied."""
+    old = str(tmp_path / "old.db")
+    shutil.copy(P.DEMO, old)
+    with sqlite3.connect(old) as c:
+        c.execute("DELETE FROM pages WHERE rowid % 4 = 0")
+    run(old)
+    new, other = str(tmp_path / "new.db"), str(tmp_path / "other.db")
+    shutil.copy(P.DEMO, new)
+    with sqlite3.connect(new) as c:
+        c.execute("DELETE FROM pages WHERE rowid % 4 <> 0")
+    shutil.copy(new, other)
+    assert "through its index" not in run(other, against=old, threshold=0.85)
+    assert "through its index" in run(new, against=old)
+    # (That run left window slots here; the next one against old.db copies.)
+    with sqlite3.connect(new) as c:
+        assert c.execute("SELECT count(*) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0] > 0
+    assert "through its index" not in run(new, against=old)

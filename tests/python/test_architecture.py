@@ -35,14 +35,17 @@ def created_temp_objects():
 
 
 def listed_temp_objects():
-    """plan::TEMP_OBJECTS: name -> kind."""
+    """plan::TEMP_OBJECTS and plan::TEMP_INPUTS: name -> kind."""
     text = open(os.path.join(P.ROOT, "src", "sqlite", "pipeline", "run", "plan.rs")).read()
     body = text[text.index("pub const TEMP_OBJECTS"):]
     body = body[:body.index("];")]
     listed = dict((n, k) for k, n in re.findall(r'\("(TABLE|VIEW|TRIGGER)", "(\w+)"\)', body))
+    inputs = text[text.index("pub const TEMP_INPUTS"):]
+    inputs = inputs[:inputs.index("];")]
+    listed.update((n, k) for k, n in re.findall(r'\("(TABLE|VIEW|TRIGGER)", "(\w+)"\)', inputs))
     if "index_keys::VIEW" in body:
         listed["_dedup_index_keys"] = "VIEW"
-    count = int(re.search(r"TEMP_OBJECTS: \[\(&str, &str\); (\d+)\]", text).group(1))
+    count = sum(int(n) for n in re.findall(r"TEMP_(?:OBJECTS|INPUTS): \[\(&str, &str\); (\d+)\]", text))
     assert count == len(listed), (count, len(listed))
     return listed
 

@@ -134,9 +134,11 @@ def test_an_interrupt_in_an_incremental_lsh_run_leaves_before_or_done(tmp_path):
     sweep("python", "dedup_run", db, STRIDE or 8, P.machine_factor(tmp_path))
 
 
-def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tmp_path):
+@pytest.mark.parametrize("indexed", [False, True], ids=["copied", "its-index"])
+def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tmp_path, indexed):
     """The run's own steps with `against` (the other file opened, its rows
-    copied, phase 6 kept to this table's rows), every 24th VM step in
+    copied, phase 6 kept to this table's rows; or, where a run left its
+    index there, the plan made there and read back), every 24th VM step in
     Python (from an offset the seed draws; the other steps are a full
     run's, swept above); the other file is never written."""
     db = template(str(tmp_path / "t.db"), "dedup_run")
@@ -144,6 +146,10 @@ def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tm
     shutil.copy(db, old)
     with sqlite3.connect(old) as c:
         c.execute("DELETE FROM pages WHERE rowid % 2 = 0")
+    if indexed:
+        conn = P.connect(old)
+        conn.execute("SELECT dedup_run()").fetchone()
+        conn.close()
     call = "dedup_run('%s')" % json.dumps({"against": old}).replace("'", "''")
     probe = str(tmp_path / "probe.db")
     shutil.copy(db, probe)
@@ -151,7 +157,7 @@ def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tm
     report = json.loads(conn.execute(f"SELECT {call}").fetchone()[0] and
                         conn.execute("SELECT report FROM dedup_runs").fetchone()[0])
     conn.close()
-    assert report["against"]["survivor_there"] > 0, report
+    assert report["against"]["survivor_there"] > 0 and report["against"]["index"] == indexed, report
     before = fingerprint(old)
     sweep("python", call, db, STRIDE or 24, P.machine_factor(tmp_path))
     assert fingerprint(old) == before

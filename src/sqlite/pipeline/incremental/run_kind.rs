@@ -57,7 +57,7 @@ fn always_full(s: &Settings) -> Option<&'static str> {
 const NO_INDEX_YET: &str = "no index yet (the first run, or a restore since the last)";
 
 /// Why this run must be full, or `None` when it can be incremental.
-fn why_full(
+pub fn why_full(
     db: &Connection,
     s: &Settings,
     settings_json: &str,
@@ -163,6 +163,13 @@ pub fn prepare(
         fp = fingerprint_of(source, "g"),
         table = source.qualified(),
     ))?;
+    if s.extra_rows && why.is_none() {
+        // (Rows added for this plan, `run/against_index.rs`: new, so dirty,
+        // whatever their fingerprint.)
+        db.execute_batch(
+            "INSERT INTO temp._dedup_fingerprint SELECT rid, 1 FROM temp._dedup_extra;",
+        )?;
+    }
     lap("changes: fingerprints", &mut step);
     if why.is_none() {
         super::index_keys::create_view(db)?;

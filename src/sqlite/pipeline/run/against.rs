@@ -53,12 +53,27 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
         "DROP TABLE IF EXISTS temp._dedup_against;
          CREATE TEMP TABLE _dedup_against (rid INTEGER PRIMARY KEY, their_rowid INTEGER, {columns});
          DROP TABLE IF EXISTS temp._dedup_against_of;
-         CREATE TEMP TABLE _dedup_against_of (name TEXT, rows INTEGER);
+         CREATE TEMP TABLE _dedup_against_of (name TEXT, rows INTEGER, indexed INTEGER);
+         DROP TABLE IF EXISTS temp._dedup_against_archive;
+         CREATE TEMP TABLE _dedup_against_archive (dedup_rowid INTEGER, dedup_phase INTEGER, url, content, parsed);
          DROP VIEW IF EXISTS temp._dedup_pages;"
     ))?;
     if s.against.is_empty() {
         db.execute_batch("CREATE TEMP VIEW _dedup_pages AS SELECT * FROM temp._dedup_source;")?;
         return Ok(None);
+    }
+    if let Phases::Made(made) = &s.phases {
+        // (Planned there, against its index: its name and pages compared,
+        // for the report; its rows stay there.)
+        db.execute_batch("CREATE TEMP VIEW _dedup_pages AS SELECT * FROM temp._dedup_source;")?;
+        db.execute(
+            "INSERT INTO temp._dedup_against_of VALUES (?1, ?2, 1)",
+            rusqlite::params![made.there, made.compared],
+        )?;
+        return Ok(Some(Against {
+            name: made.there.clone(),
+            rows: made.compared,
+        }));
     }
     if !s.prefer.is_empty() {
         return fail(
@@ -72,9 +87,9 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
     let theirs = open(&path, &name, s.busy_timeout)?;
     let their = Source::inspect_mapped(&theirs, &s.table, &s.columns)
         .map_err(|e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))))?;
-    let rows = copy(db, source, &theirs, &their, &name)?;
+    let rows = copy(db, source, &theirs, &their, &name, s)?;
     db.execute(
-        "INSERT INTO temp._dedup_against_of VALUES (?1, ?2)",
+        "INSERT INTO temp._dedup_against_of VALUES (?1, ?2, 0)",
         rusqlite::params![name, rows],
     )?;
     db.execute_batch(&format!(
@@ -85,9 +100,22 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
     Ok(Some(Against { name, rows }))
 }
 
-/// The other database of the plan in this connection (its name, its rows
-/// compared, and the removals here whose survivor is there), if any.
-pub fn compared(db: &Connection) -> Result<Option<(String, i64, i64)>, DedupError> {
+/// What a run `against` another database compared, for its report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compared {
+    /// The other database's name (its file's).
+    pub name: String,
+    /// Its pages the run compared.
+    pub rows: i64,
+    /// The removals here whose survivor is there.
+    pub there: i64,
+    /// Whether the plan was made there, against its index
+    /// (`run/against_index.rs`): its pages were not read again.
+    pub indexed: bool,
+}
+
+/// The other database of the plan in this connection, if any.
+pub fn compared(db: &Connection) -> Result<Option<Compared>, DedupError> {
     let exists: bool = db.query_row(
         "SELECT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE name = '_dedup_against_of')",
         [],
@@ -98,17 +126,24 @@ pub fn compared(db: &Connection) -> Result<Option<(String, i64, i64)>, DedupErro
     }
     Ok(db
         .query_row(
-            "SELECT name, rows, (SELECT count(*) FROM temp._dedup_notes WHERE kind = 'survivor elsewhere')
+            "SELECT name, rows, (SELECT count(*) FROM temp._dedup_notes WHERE kind = 'survivor elsewhere'), indexed
              FROM temp._dedup_against_of",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| {
+                Ok(Compared {
+                    name: r.get(0)?,
+                    rows: r.get(1)?,
+                    there: r.get(2)?,
+                    indexed: r.get(3)?,
+                })
+            },
         )
         .optional()?)
 }
 
 /// The file `against` names and the name notes give it: an attached
 /// schema's file, or a path (the caller's only).
-fn resolve(db: &Connection, s: &Settings) -> Result<(String, String), DedupError> {
+pub(crate) fn resolve(db: &Connection, s: &Settings) -> Result<(String, String), DedupError> {
     let attached: Option<(String, String)> = db
         .query_row(
             "SELECT name, file FROM pragma_database_list
@@ -170,7 +205,7 @@ fn resolve(db: &Connection, s: &Settings) -> Result<(String, String), DedupError
 
 /// A read-only connection to the other file: no function but SQLite's own,
 /// no schema code trusted, no write possible.
-fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
+pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
     let opened = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -192,13 +227,18 @@ fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupEr
 }
 
 /// Copies the other table's rows into `temp._dedup_against`, below every
-/// rowid of this table, in their own rowid order; the rows copied.
+/// rowid of this table, their rowids shifted by one amount (so in their
+/// order, and in it with the rows its earlier runs removed); in window
+/// mode, those removed rows' window slots into
+/// `temp._dedup_against_archive` (as the other database's own next run
+/// would place them). The rows copied.
 fn copy(
     db: &Connection,
     source: &Source,
     theirs: &Connection,
     their: &Source,
     name: &str,
+    s: &Settings,
 ) -> Result<i64, DedupError> {
     let read_failed = |e: rusqlite::Error| {
         DedupError::new(format!(
@@ -207,13 +247,36 @@ fn copy(
             DedupError::from(e)
         ))
     };
-    // (One read transaction: the count and the rows agree.)
+    // (One read transaction: the counts and the rows agree.)
     theirs.execute_batch("BEGIN").map_err(read_failed)?;
-    let n: i64 = theirs
+    let archive =
+        match crate::sqlite::pipeline::tables::schema::object_type(theirs, "dedup_removed")?
+            .as_deref()
+        {
+            Some("table") => Some(
+                crate::sqlite::pipeline::tables::schema::archive_view_body(theirs, their, None)
+                    .map_err(|e| {
+                        DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e)))
+                    })?,
+            ),
+            _ => None,
+        };
+    let archived = archive
+        .as_deref()
+        .map_or("SELECT NULL AS dedup_rowid".to_string(), |a| {
+            format!("SELECT dedup_rowid FROM ({a})")
+        });
+    let (n, low, high): (i64, Option<i64>, Option<i64>) = theirs
         .query_row(
-            &format!("SELECT count(*) FROM {}", their.qualified()),
+            &format!(
+                "SELECT (SELECT count(*) FROM {table}),
+                        min((SELECT min({rowid}) FROM {table}), coalesce((SELECT min(dedup_rowid) FROM ({archived})), (SELECT min({rowid}) FROM {table}))),
+                        max((SELECT max({rowid}) FROM {table}), coalesce((SELECT max(dedup_rowid) FROM ({archived})), (SELECT max({rowid}) FROM {table})))",
+                table = their.qualified(),
+                rowid = their.rowid
+            ),
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .map_err(read_failed)?;
     let lowest: i64 = db.query_row(
@@ -225,7 +288,15 @@ fn copy(
         [],
         |r| r.get(0),
     )?;
-    let Some(first) = lowest.checked_sub(n).filter(|f| f.checked_sub(1).is_some()) else {
+    // (Their rowid r becomes r + shift: every one below this table's.)
+    let shift = match (low, high) {
+        (Some(low), Some(high)) => lowest
+            .checked_sub(1)
+            .and_then(|l| l.checked_sub(high))
+            .filter(|shift| low.checked_add(*shift).is_some()),
+        _ => Some(0),
+    };
+    let Some(shift) = shift else {
         return fail(format!(
             "dedup: against {name}: no rids are left below this table's rowids; nothing was changed"
         ));
@@ -241,19 +312,43 @@ fn copy(
         if k >= n {
             break;
         }
+        let rid: i64 = row.get(0).map_err(read_failed)?;
         let mut values: Vec<Value> = Vec::with_capacity(PAGE_COLUMNS.len() + 2);
-        values.push(Value::Integer(first + k));
+        values.push(Value::Integer(rid + shift));
         for i in 0..=PAGE_COLUMNS.len() {
             values.push(row.get(i).map_err(read_failed)?);
         }
         write.execute(rusqlite::params_from_iter(values))?;
         k += 1;
     }
+    if let (Some(archive), crate::sqlite::pipeline::settings::choices::NearMode::Window) =
+        (archive, s.near_mode)
+    {
+        let mut read = theirs
+            .prepare(&format!(
+                "SELECT dedup_rowid, dedup_phase, url, content, parsed FROM ({archive})
+                 WHERE dedup_phase IN (4, 5) AND typeof(dedup_rowid) = 'integer'"
+            ))
+            .map_err(read_failed)?;
+        let mut write =
+            db.prepare("INSERT INTO temp._dedup_against_archive VALUES (?1, ?2, ?3, ?4, ?5)")?;
+        let mut rows = read.query([]).map_err(read_failed)?;
+        while let Some(row) = rows.next().map_err(read_failed)? {
+            let rid: i64 = row.get(0).map_err(read_failed)?;
+            write.execute(rusqlite::params![
+                rid + shift,
+                row.get::<_, Value>(1).map_err(read_failed)?,
+                row.get::<_, Value>(2).map_err(read_failed)?,
+                row.get::<_, Value>(3).map_err(read_failed)?,
+                row.get::<_, Value>(4).map_err(read_failed)?
+            ])?;
+        }
+    }
     Ok(k)
 }
 
 /// A run error's message without its leading `dedup: `.
-fn without_prefix(e: &DedupError) -> String {
+pub(crate) fn without_prefix(e: &DedupError) -> String {
     let text = e.to_string();
     text.strip_prefix("dedup: ").unwrap_or(&text).to_string()
 }
@@ -282,7 +377,7 @@ mod tests {
     }
 
     #[test]
-    fn the_other_rows_get_rids_below_every_rowid_here_in_their_order() {
+    fn the_other_rows_get_rids_below_every_rowid_here_in_their_order_and_gaps() {
         let dir = std::env::temp_dir().join(format!("dedup-against-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let other = dir.join("old.db");
@@ -310,9 +405,12 @@ mod tests {
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
+        // (Shifted by one amount, -13, below this table's lowest rowid, -3:
+        // in their order, their gaps kept, where rows their runs removed
+        // keep their window slots.)
         assert_eq!(
             got,
-            [(-5, 5, "https://a/x".into()), (-4, 9, "https://a/y".into())]
+            [(-8, 5, "https://a/x".into()), (-4, 9, "https://a/y".into())]
         );
         let union: i64 = db
             .query_row("SELECT count(*) FROM temp._dedup_pages", [], |r| r.get(0))

@@ -3,11 +3,13 @@
 //! [`report`]; [`restore`] undoes the latest run. [`locate`] names the row a
 //! write was refused on; [`progress`] tells a display how far a run is;
 //! [`kept_apart`] is phase 6's aggregate. A run's other inputs: another
-//! database's pages ([`against`]) and the hosts' probed answers
+//! database's pages ([`against`]; against its index, planned there:
+//! [`against_index`]) and the hosts' probed answers
 //! ([`url_fixes`]). A run made elsewhere: phase 1 of a batch of Arrow
 //! columns ([`phase1_arrow`]).
 
 pub mod against;
+pub mod against_index;
 pub mod apply;
 pub mod atomic;
 pub mod kept_apart;

@@ -4,6 +4,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::against_index;
 use crate::sqlite::pipeline::error::{fail, DedupError};
 use crate::sqlite::pipeline::incremental::run_kind::RunKind;
 use crate::sqlite::pipeline::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
@@ -15,7 +16,7 @@ use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 62] = [
+pub const TEMP_OBJECTS: [(&str, &str); 63] = [
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
@@ -79,9 +80,15 @@ pub const TEMP_OBJECTS: [(&str, &str); 62] = [
     ("VIEW", "_dedup_pages"),
     ("TABLE", "_dedup_against"),
     ("TABLE", "_dedup_against_of"),
+    ("TABLE", "_dedup_against_archive"),
     ("TABLE", "_dedup_url_fixes"),
     ("VIEW", "_dedup_source"),
 ];
+
+/// Temp objects a caller writes before a plan, for it (a plan there of a
+/// run `against` another database: `run/against_index.rs`); a plan leaves
+/// them, and whoever made them drops them.
+pub const TEMP_INPUTS: [(&str, &str); 1] = [("TABLE", "_dedup_extra")];
 
 /// A planned run, as `temp._dedup_planned` records it.
 #[derive(Debug, Clone)]
@@ -110,6 +117,21 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     crate::sqlite::pipeline::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
+    if s.extra_rows {
+        against_index::extend_source(db, &source)?;
+    }
+    let there =
+        |c: &Connection, s: &Settings| plan(c, s).map(|p| (p.kind.incremental, p.rows_before));
+    if let Some(made) = against_index::plan_there(db, s, there)? {
+        // (Made there, against its index: read back as a plan made elsewhere.)
+        return plan(
+            db,
+            &Settings {
+                phases: Phases::Made(made),
+                ..s.clone()
+            },
+        );
+    }
     let against = crate::sqlite::pipeline::run::against::load(db, &source, s)?;
     crate::sqlite::pipeline::run::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
@@ -125,6 +147,9 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     lap("plan: 00_changes", &mut lapped);
     if let Phases::FromPlan(table) = &s.phases {
         copy_plan(db, table)?;
+    }
+    if let Phases::Made(made) = &s.phases {
+        against_index::write_plan(db, made)?;
     }
     if let Phases::PrepareOnly(lo, hi) = s.phases {
         // (The range's rows only; its placeholders, in external/01_rows.sql.)
@@ -143,7 +168,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let phases: &[(&str, &[Step])] = match s.phases {
         Phases::All => &PHASES,
         Phases::PrepareOnly(..) => &PREPARE_ONLY,
-        Phases::FromPlan(_) => &EXTERNAL,
+        Phases::FromPlan(_) | Phases::Made(_) => &EXTERNAL,
     };
     seconds.extend(if s.url_rules > 0.0 {
         crate::sqlite::drop_rules::with_rules_snapshot(db, || {
@@ -491,8 +516,12 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
 /// no rows.
 fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
     let body = schema::archive_view_body(db, source, None)?;
+    // (With `against`, the other database's window slots too: its rows
+    // its earlier runs removed in phases 4-5, run/against.rs.)
     db.execute_batch(&format!(
-        "DROP VIEW IF EXISTS temp._dedup_archive; CREATE TEMP VIEW _dedup_archive AS {body};"
+        "DROP VIEW IF EXISTS temp._dedup_archive; CREATE TEMP VIEW _dedup_archive AS {body}
+         UNION ALL SELECT NULL, dedup_rowid, dedup_phase, NULL, url, NULL, content, parsed, NULL, NULL, NULL
+         FROM temp._dedup_against_archive;"
     ))?;
     Ok(())
 }

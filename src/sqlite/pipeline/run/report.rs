@@ -50,9 +50,8 @@ pub struct Report {
     /// The kind of run as [`crate::sqlite::pipeline::incremental::run_kind`] decided: `None` for the first
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
-    /// With `against`: (the other database's name, its rows compared, the
-    /// removals here whose survivor is there).
-    pub against: Option<(String, i64, i64)>,
+    /// With `against`: what the run compared there.
+    pub against: Option<crate::sqlite::pipeline::run::against::Compared>,
 }
 
 /// The query that lists the rows of `source` a run skips for bad values,
@@ -175,17 +174,19 @@ impl Report {
     /// The report as the shell prints it, one line per fact.
     ///
     /// ```
+    /// use dedup::sqlite::pipeline::run::against::Compared;
     /// use dedup::sqlite::pipeline::run::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,
     ///                  skipped_query: String::new(),
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
     ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
-    ///                  kind: None, against: Some(("old.db".into(), 40, 1)) };
+    ///                  kind: None,
+    ///                  against: Some(Compared { name: "old.db".into(), rows: 40, there: 1, indexed: true }) };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
-    ///     against old.db: 40 page(s) there compared too; 1 removed here for a page there (dedup_notes: survivor elsewhere)\n  \
+    ///     against old.db: 40 page(s) there compared too, through its index; 1 removed here for a page there (dedup_notes: survivor elsewhere)\n  \
     ///     skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
@@ -215,9 +216,13 @@ impl Report {
                 "  boilerplate stripped: {segments} segment(s) of {domains} domain(s) left out of the near-duplicate comparison"
             ));
         }
-        if let Some((name, rows, there)) = &self.against {
+        if let Some(a) = &self.against {
             lines.push(format!(
-                "  against {name}: {rows} page(s) there compared too; {there} removed here for a page there (dedup_notes: survivor elsewhere)"
+                "  against {}: {} page(s) there compared too{}; {} removed here for a page there (dedup_notes: survivor elsewhere)",
+                a.name,
+                a.rows,
+                if a.indexed { ", through its index" } else { "" },
+                a.there
             ));
         }
         if self.drift > 0 {
@@ -307,10 +312,13 @@ impl Report {
                 k.scanned.as_deref().map_or("null".into(), json_string)
             ));
         }
-        if let Some((name, rows, there)) = &self.against {
+        if let Some(a) = &self.against {
             too_long.push_str(&format!(
-                ",\"against\":{{\"name\":{},\"rows\":{rows},\"survivor_there\":{there}}}",
-                json_string(name)
+                ",\"against\":{{\"name\":{},\"rows\":{},\"survivor_there\":{},\"index\":{}}}",
+                json_string(&a.name),
+                a.rows,
+                a.there,
+                a.indexed
             ));
         }
         if !self.kept_apart.is_empty() {

@@ -100,6 +100,10 @@ pub struct Settings {
     /// Which phases run here ([`Phases`]; not a setting of its own: the
     /// entry point decides).
     pub phases: Phases,
+    /// The rows of `temp._dedup_extra` (rid, and the pipeline's columns)
+    /// join the table's as new ones (not a setting: a run `against`
+    /// another database plans there so, `run/against_index.rs`).
+    pub extra_rows: bool,
 }
 
 /// Who wrote a setting that is compiled as SQL.
@@ -113,7 +117,7 @@ pub enum Origin {
 }
 
 /// Which phases a run computes on this connection.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Phases {
     /// All of them (`dedup_run`, `dedup_plan`).
     #[default]
@@ -125,6 +129,41 @@ pub enum Phases {
     /// Phase 1, then the decisions of a plan made elsewhere, read from this
     /// table (`dedup_apply_plan`).
     FromPlan(String),
+    /// Phase 1, then the decisions of a plan made on another database's
+    /// connection, against its index (`run/against_index.rs`).
+    Made(Made),
+}
+
+/// A plan made on another database's connection for this table's rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Made {
+    /// The plan's rows, as `dedup_apply_plan` reads them.
+    pub rows: Vec<PlanRow>,
+    /// The other database's name (its file's).
+    pub there: String,
+    /// The pages there the run compared.
+    pub compared: i64,
+}
+
+/// One row of a plan made elsewhere: a removal (phase, reason, survivor
+/// here or none, ratio) or a page kept apart (phase `None`, the URL it
+/// keeps), with a note for explain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanRow {
+    /// The row's rowid here.
+    pub rid: i64,
+    /// 1 to 5, or `None` for a page kept apart.
+    pub phase: Option<i64>,
+    /// The run's reason.
+    pub reason: Option<String>,
+    /// The survivor's rowid here (`None`: it is elsewhere).
+    pub survivor: Option<i64>,
+    /// Phase 4's ratio.
+    pub ratio: Option<f64>,
+    /// A page kept apart: the URL it keeps.
+    pub rewrite_url: Option<String>,
+    /// For explain (`survivor in old.db, rowid 17`).
+    pub note: Option<String>,
 }
 
 impl Default for Settings {
@@ -155,6 +194,7 @@ impl Default for Settings {
             against_from: Origin::Caller,
             fix_urls: false,
             phases: Phases::All,
+            extra_rows: false,
         }
     }
 }

@@ -1,0 +1,260 @@
+//! A run `against` another database that keeps an incremental index: the
+//! plan is made there, as that database's next run would make it with
+//! this table's rows added as new ones, and read back here as a plan made
+//! elsewhere. Its index stands for its pages: they are neither read again
+//! nor prepared again, and only the rows the new ones can meet are
+//! compared (docs/incremental.md), so the cost is the new crawl's, not
+//! the other database's.
+//!
+//! On a connection of its own to the other file (read-only, SQLite's
+//! functions and this extension's, [`super::against::open`]), this table's
+//! rows are copied into `temp._dedup_extra` with rids above every rowid
+//! there (so the election's last rule still keeps the page that was there
+//! first), the table's view there takes them in ([`extend_source`]), and
+//! the run plans them as new rows ([`super::plan::plan`] with
+//! `extra_rows`). Its removals of these rows, and the pages among them it
+//! keeps apart, come back with their rids here ([`write_plan`]); a
+//! survivor there is named in a note (`survivor in last-month.db, rowid
+//! 17`), as a plan of `against` without the index names it.
+//!
+//! The same plan as `against` without the index (every page of both
+//! compared as one table, the other database's window slots included), row
+//! for row; so it is used only when that database's next run would be
+//! incremental with these settings (its index of its latest run, the same
+//! settings, nothing edited), and, in window mode, when this table has no
+//! window slots of its own (rows earlier runs here removed in phases 4-5,
+//! which that database's index does not hold). Otherwise the pages are
+//! copied ([`super::against::load`]).
+//!
+//! Cost: a copy of this table's rows to the other connection, and an
+//! incremental plan there of as many new rows.
+
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::pipeline::incremental::run_kind::why_full;
+use crate::sqlite::pipeline::settings::choices::NearMode;
+use crate::sqlite::pipeline::settings::values::{Made, Origin, Phases, PlanRow, Settings};
+use crate::sqlite::pipeline::tables::schema::{self, Source, PAGE_COLUMNS};
+
+/// The plan of this table's rows made on the other database against its
+/// index, or `None` when the run is not `against` another database or
+/// that database's next run would not be incremental (then the pages are
+/// compared by copy). `plan` is the runner ([`super::plan::plan`]), run on
+/// the other connection: whether it planned incrementally, and the rows
+/// it planned for. `temp._dedup_source` is this table's view.
+pub fn plan_there(
+    db: &Connection,
+    s: &Settings,
+    plan: impl Fn(&Connection, &Settings) -> Result<(bool, i64), DedupError>,
+) -> Result<Option<Made>, DedupError> {
+    if s.against.is_empty() || s.phases != Phases::All || !s.prefer.is_empty() {
+        return Ok(None);
+    }
+    if s.near_mode == NearMode::Window && has_window_slots(db)? {
+        return Ok(None);
+    }
+    let (path, name) = super::against::resolve(db, s)?;
+    let theirs = super::against::open(&path, &name, s.busy_timeout)?;
+    let their_settings = Settings {
+        against: String::new(),
+        against_from: Origin::Caller,
+        extra_rows: true,
+        ..s.clone()
+    };
+    let json = their_settings.to_json(&theirs)?;
+    if schema::object_type(&theirs, "dedup_index_state")?.as_deref() != Some("table")
+        || why_full(&theirs, &their_settings, &json)?.is_some()
+    {
+        return Ok(None);
+    }
+    // (The file stays read-only, opened so; the plan writes temp tables.)
+    theirs.execute_batch("PRAGMA query_only = 0;")?;
+    crate::sqlite::register(&theirs)?;
+    let their = Source::inspect_mapped(&theirs, &s.table, &s.columns).map_err(|e| {
+        DedupError::new(format!(
+            "dedup: against {name}: {}",
+            super::against::without_prefix(&e)
+        ))
+    })?;
+    let offset = copy_rows(db, &theirs, &their, &name)?;
+    let (incremental, rows_before) = plan(&theirs, &their_settings).map_err(|e| {
+        DedupError::new(format!(
+            "dedup: against {name}: {}",
+            super::against::without_prefix(&e)
+        ))
+    })?;
+    if !incremental {
+        return Ok(None);
+    }
+    let added: i64 =
+        theirs.query_row("SELECT count(*) FROM temp._dedup_extra", [], |r| r.get(0))?;
+    let first: i64 = theirs.query_row(
+        "SELECT coalesce(min(rid), 0) FROM temp._dedup_extra",
+        [],
+        |r| r.get(0),
+    )?;
+    let rows = plan_rows(&theirs, offset, first, &name)?;
+    Ok(Some(Made {
+        rows,
+        there: name,
+        compared: rows_before - added,
+    }))
+}
+
+/// Whether this table has window slots of its own: rows earlier runs here
+/// removed in phases 4-5.
+fn has_window_slots(db: &Connection) -> Result<bool, DedupError> {
+    if schema::object_type(db, "dedup_removed")?.as_deref() != Some("table") {
+        return Ok(false);
+    }
+    Ok(db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM main.dedup_removed WHERE dedup_phase IN (4, 5))",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+/// Copies this table's rows (its view, `temp._dedup_source`) into
+/// `temp._dedup_extra` on the other connection, each rid shifted above
+/// every rowid there (its table's, its archive's, its index's); the shift.
+fn copy_rows(
+    db: &Connection,
+    theirs: &Connection,
+    their: &Source,
+    name: &str,
+) -> Result<i64, DedupError> {
+    let archive = if schema::object_type(theirs, "dedup_removed")?.as_deref() == Some("table") {
+        "coalesce((SELECT max(dedup_rowid) FROM main.dedup_removed), 0)"
+    } else {
+        "0"
+    };
+    let high: i64 = theirs.query_row(
+        &format!(
+            "SELECT max(coalesce((SELECT max({rowid}) FROM {table}), 0),
+                        coalesce((SELECT max(rid) FROM main.dedup_index), 0), {archive})",
+            rowid = their.rowid,
+            table = their.qualified()
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    let (low, _): (Option<i64>, Option<i64>) = db.query_row(
+        "SELECT min(rid), max(rid) FROM temp._dedup_source",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let offset = match low {
+        None => 0,
+        Some(low) => high
+            .checked_add(1)
+            .and_then(|a| a.checked_sub(low))
+            .map(|o| o.max(0))
+            .ok_or_else(|| {
+                DedupError::new(format!(
+                    "dedup: against {name}: no rids are left above its rowids; nothing was changed"
+                ))
+            })?,
+    };
+    let columns = PAGE_COLUMNS.join(", ");
+    theirs.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_extra;
+         CREATE TEMP TABLE _dedup_extra (rid INTEGER PRIMARY KEY, {columns});"
+    ))?;
+    let marks = vec!["?"; PAGE_COLUMNS.len() + 1].join(", ");
+    let mut write = theirs.prepare(&format!("INSERT INTO temp._dedup_extra VALUES ({marks})"))?;
+    let mut read = db.prepare(&format!("SELECT rid, {columns} FROM temp._dedup_source"))?;
+    let mut rows = read.query([])?;
+    while let Some(row) = rows.next()? {
+        let mut values: Vec<Value> = Vec::with_capacity(PAGE_COLUMNS.len() + 1);
+        let rid: i64 = row.get(0)?;
+        values.push(Value::Integer(rid.checked_add(offset).ok_or_else(
+            || {
+                DedupError::new(format!(
+                    "dedup: against {name}: no rids are left above its rowids; nothing was changed"
+                ))
+            },
+        )?));
+        for i in 1..=PAGE_COLUMNS.len() {
+            values.push(row.get(i)?);
+        }
+        write.execute(rusqlite::params_from_iter(values))?;
+    }
+    Ok(offset)
+}
+
+/// The plan's rows for this table's rows (rids from `first` up, this
+/// table's rowid plus `offset`), with their rids here: removals, and the
+/// pages it keeps apart.
+fn plan_rows(
+    theirs: &Connection,
+    offset: i64,
+    first: i64,
+    name: &str,
+) -> Result<Vec<PlanRow>, DedupError> {
+    let mut stmt = theirs.prepare(
+        "SELECT r.source_rowid - ?1, r.phase, r.reason,
+                CASE WHEN r.survivor >= ?3 THEN r.survivor - ?1 END, r.ratio, NULL,
+                CASE WHEN r.survivor < ?3 THEN 'survivor in ' || ?2 || ', rowid ' || r.survivor END
+         FROM temp._dedup_removal AS r WHERE r.source_rowid >= ?3
+         UNION ALL
+         SELECT p.source_rowid - ?1, NULL, NULL, NULL, NULL, p.rewrite_url,
+                (SELECT n.note FROM temp._dedup_notes AS n WHERE n.rowid_ = p.source_rowid AND n.kind = 'kept apart')
+         FROM temp._dedup_prepared AS p
+         WHERE p.source_rowid >= ?3 AND p.rewrite_url IS NOT NULL
+           AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+         ORDER BY 1",
+    )?;
+    let rows = stmt
+        .query_map(rusqlite::params![offset, name, first], |r| {
+            Ok(PlanRow {
+                rid: r.get(0)?,
+                phase: r.get(1)?,
+                reason: r.get(2)?,
+                survivor: r.get(3)?,
+                ratio: r.get(4)?,
+                rewrite_url: r.get(5)?,
+                note: r.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// `temp._dedup_source` on the other connection with the rows of
+/// `temp._dedup_extra` added (a plan with `extra_rows`).
+pub fn extend_source(db: &Connection, source: &Source) -> Result<(), DedupError> {
+    let columns = PAGE_COLUMNS.join(", ");
+    db.execute_batch(&format!(
+        "DROP VIEW IF EXISTS temp._dedup_source;
+         CREATE TEMP VIEW _dedup_source AS {}
+         UNION ALL SELECT rid, {columns} FROM temp._dedup_extra;",
+        source.view_body()
+    ))?;
+    Ok(())
+}
+
+/// The plan made there as `dedup_apply_plan` reads one:
+/// `temp._dedup_external`.
+pub fn write_plan(db: &Connection, made: &Made) -> Result<(), DedupError> {
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_external;
+         CREATE TEMP TABLE _dedup_external (rid INTEGER, phase INTEGER, reason TEXT, survivor INTEGER,
+           ratio REAL, rewrite_url TEXT, note TEXT);",
+    )?;
+    let mut write =
+        db.prepare("INSERT INTO temp._dedup_external VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+    for r in &made.rows {
+        write.execute(rusqlite::params![
+            r.rid,
+            r.phase,
+            r.reason,
+            r.survivor,
+            r.ratio,
+            r.rewrite_url,
+            r.note
+        ])?;
+    }
+    Ok(())
+}
