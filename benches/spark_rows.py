@@ -95,29 +95,29 @@ def python_values(batches, columns, settings):
     return out
 
 
-def arrow_columns(batches, columns, settings):
-    """Before: _tasks.prepare_batches through an in-memory table (rows as
-    Arrow columns)."""
-    _tasks.DIRECT = False
+def prepared(batches, columns, settings, direct=True, abi=True):
+    """_tasks.prepare_batches with its paths chosen (_tasks.DIRECT, _tasks.ABI)."""
+    _tasks.DIRECT, _tasks.ABI = direct, abi
     try:
         return list(_tasks.prepare_batches(batches, "id", columns, settings))
     finally:
-        _tasks.DIRECT = True
+        _tasks.DIRECT = _tasks.ABI = True
+
+
+def arrow_columns(batches, columns, settings):
+    """Before: through an in-memory table (rows as Arrow columns)."""
+    return prepared(batches, columns, settings, direct=False)
 
 
 def phase1_arrow(batches, columns, settings):
     """The batches copied into a BLOB for the SQL function dedup_phase1_arrow."""
-    _tasks.ABI = False
-    try:
-        return list(_tasks.prepare_batches(batches, "id", columns, settings))
-    finally:
-        _tasks.ABI = True
+    return prepared(batches, columns, settings, abi=False)
 
 
 def in_place(batches, columns, settings):
-    """Now: _tasks.prepare_batches, the batches read in place through the
-    Arrow C data interface (sqlite_dedup_phase1_arrow, the same core)."""
-    return list(_tasks.prepare_batches(batches, "id", columns, settings))
+    """Now: the batches read in place through the Arrow C data interface
+    (sqlite_dedup_phase1_arrow, the same core)."""
+    return prepared(batches, columns, settings)
 
 
 def pyo3_path(module, options):

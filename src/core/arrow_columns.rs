@@ -339,14 +339,9 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
             }
             _ => {}
         }
-        columns.push(ColumnView {
-            name,
-            kind,
-            skip: 0,
-            validity,
-            offsets,
-            data,
-        });
+        columns.push(ColumnView::from_buffers(
+            name, kind, 0, validity, offsets, data,
+        ));
     }
     Ok((rows, columns))
 }
