@@ -36,7 +36,11 @@ use crate::sqlite::pipeline::trace::lap;
 
 /// Why runs of these settings are always full (they keep no index).
 fn always_full(s: &Settings) -> Option<&'static str> {
-    if s.phases != crate::sqlite::pipeline::settings::values::Phases::All {
+    if !s.against.is_empty() {
+        // (Before the plan made elsewhere: a run against another database's
+        // index is read back as one, `run/against_index.rs`.)
+        Some("against (another database's pages are compared too)")
+    } else if s.phases != crate::sqlite::pipeline::settings::values::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
     } else if s.boilerplate == crate::sqlite::pipeline::settings::choices::Boilerplate::Strip {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
@@ -46,8 +50,6 @@ fn always_full(s: &Settings) -> Option<&'static str> {
         Some("prefer (its order is ranked over every row)")
     } else if s.fix_urls {
         Some("fix_urls (the probed answers may change between runs)")
-    } else if !s.against.is_empty() {
-        Some("against (another database's pages are compared too)")
     } else {
         None
     }
