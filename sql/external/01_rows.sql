@@ -1,10 +1,10 @@
 -- Each row as a run made elsewhere reads it (dedup_prepare; `sqlite-dedup
--- spark` elects over many shards at once): phase 1's values, the keys of
--- every election as dedup_sort_key values (BLOBs whose byte order is
--- SQLite's order of the values, so that another engine sorts them as the
--- phase scripts do), the prefer setting's key (first in every election,
--- NULL without the setting: src/sqlite/pipeline/run/prefer.rs), the text
--- phase 4 compares, and phase 4's placeholders
+-- spark` elects over many shards at once): phase 1's values, the prefer
+-- setting's key (first in every election, NULL without the setting:
+-- src/sqlite/pipeline/run/prefer.rs), what chrome counting counts of it,
+-- and phase 4's placeholders. dedup_rows_arrow adds the keys of every
+-- election (src/sqlite/pipeline/external.rs, push_row: the one place they
+-- are made, for pages that arrive as Arrow batches too)
 -- (placeholder = 1: url and rid only; kept in a table here, so that reading
 -- the view in batches of rids, as dedup_rows_arrow does, canonicalizes each
 -- archived URL once, under the run's URL rules).
@@ -22,21 +22,14 @@ SELECT p.source_rowid AS rid,
        p.skip_reason,
        p.discard_reason,
        p.canonical_url,
-       coalesce(p.strict_url, p.canonical_url) AS url_key,
        p.strict_url,
-       CASE WHEN p.strict_url IS NOT NULL THEN dedup_extra_params(p.strict_url, p.canonical_url) END AS extra_params,
        p.domain,
-       quote(p.content_hash) AS hash_key,
-       p.content_hash IS NOT NULL AS has_hash,
-       CASE WHEN p.category = 'external' THEN 1 ELSE 0 END AS external,
+       p.content_hash,
+       p.category,
        p.https,
-       dedup_sort_key(p.datetime) AS datetime_key,
-       dedup_sort_key(p.crawled) AS crawled_key,
-       dedup_sort_key(p.length) AS length_key,
-       length(p.canonical_url) - p.https AS url_length,
-       dedup_sort_key(NULLIF(p.datetime, '')) AS datetime4_key,
-       dedup_sort_key(NULLIF(p.crawled, '')) AS crawled4_key,
-       dedup_sort_key(coalesce(p.length, 0)) AS length4_key,
+       p.datetime,
+       p.crawled,
+       p.length,
        (SELECT f.prefer_key FROM _dedup_prefer AS f WHERE f.rid = p.source_rowid) AS prefer_key,
        -- (boilerplate = 'strip': what 04b_near_dups.sql counts of a row to
        -- find its domain's chrome, the title as it counts them and the
@@ -45,12 +38,12 @@ SELECT p.source_rowid AS rid,
        CASE WHEN r.boilerplate = 'strip' AND p.domain IS NOT NULL AND typeof(g.content) = 'text'
             THEN (SELECT group_concat(DISTINCT s.hash) FROM segments(g.content) AS s) END AS segments,
        p.has_text,
-       CASE WHEN p.has_text AND p.skip_reason IS NULL AND p.canonical_url IS NOT NULL
-            THEN coalesce(p.fill_parsed, g.parsed) END AS text
+       p.fill_parsed,
+       g.parsed
 FROM _dedup_prepared AS p
 JOIN _dedup_source AS g ON g.rid = p.source_rowid
 CROSS JOIN _dedup_run AS r
 UNION ALL
-SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, NULL, 0, 1, 0,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL
+SELECT h.id, 1, NULL, NULL, h.url, NULL, NULL, NULL, NULL, 0,
+       NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL
 FROM _dedup_rows_placeholders AS h;

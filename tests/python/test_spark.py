@@ -718,7 +718,8 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
     """The tasks read dedup_prepare's rows as Arrow columns the extension
     writes (dedup_rows_arrow, read by spark/_columns.py): batch by batch,
     placeholders included, they are the view's rows, each once, with every
-    value and NULL as SQLite gives it."""
+    value and NULL as SQLite gives it, and the keys of every election as
+    the SQL expressions they replace make them from the view's values."""
     sys.path.insert(0, package)
     from sqlite_dedup.spark import _tasks
     db = str(tmp_path / "demo.db")
@@ -727,7 +728,19 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
     conn.execute("SELECT dedup_run()").fetchone()  # (an archive: phase-4 placeholders)
     names = [c for c, _ in _tasks.ROW_COLUMNS]
     conn.execute("SELECT dedup_prepare(NULL, 100, 500)").fetchone()
-    view = conn.execute(f"SELECT {', '.join(names)} FROM temp._dedup_rows").fetchall()
+    view = conn.execute("""
+        SELECT rid, placeholder, skip_reason, discard_reason, canonical_url,
+               CASE WHEN placeholder = 0 THEN coalesce(strict_url, canonical_url) END, strict_url,
+               CASE WHEN strict_url IS NOT NULL THEN dedup_extra_params(strict_url, canonical_url) END, domain,
+               CASE WHEN placeholder = 0 THEN quote(content_hash) END, content_hash IS NOT NULL,
+               CASE WHEN placeholder = 1 OR category = 'external' THEN 1 ELSE 0 END, https,
+               dedup_sort_key(datetime), dedup_sort_key(crawled), dedup_sort_key(length),
+               length(canonical_url) - CASE WHEN placeholder = 0 THEN https END,
+               dedup_sort_key(NULLIF(datetime, '')), dedup_sort_key(NULLIF(crawled, '')),
+               CASE WHEN placeholder = 0 THEN dedup_sort_key(coalesce(length, 0)) END, prefer_key, title_key, segments,
+               has_text, CASE WHEN has_text AND skip_reason IS NULL AND canonical_url IS NOT NULL
+                              THEN coalesce(fill_parsed, parsed) END
+        FROM temp._dedup_rows""").fetchall()
     assert sum(r[1] for r in view) > 0 and any(r[-1] for r in view)  # placeholders and texts
     monkeypatch.setattr(_tasks, "BATCH_ROWS", 37)
     batches = list(_tasks.prepared_batches(conn, 5, 100, 500))

@@ -1,8 +1,10 @@
-//! `dedup_rows_arrow(lo, hi)`: the rows `dedup_prepare` left in the view
-//! `temp._dedup_rows` whose rid is in [lo, hi) (NULL: unbounded), as one
-//! batch of Arrow columns (`crate::core::arrow_columns`), so that a run
-//! made elsewhere (`sqlite-dedup spark`) reads them without a value per
-//! cell in its own language.
+//! Each row as a run made elsewhere (`sqlite-dedup spark`) reads it: phase
+//! 1's values with the keys of every election ([`push_row`], the one place
+//! they are made, for a shard's rows and for pages that arrive as Arrow
+//! batches alike), as Arrow columns (`crate::core::arrow_columns`), so that
+//! no value is made per cell in the host's language.
+//! `dedup_rows_arrow(lo, hi)` gives the rows `dedup_prepare` left in the
+//! view `temp._dedup_rows` whose rid is in [lo, hi) (NULL: unbounded).
 
 use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
@@ -10,9 +12,10 @@ use rusqlite::{Connection, Result};
 
 use crate::core::arrow_columns::{encode, Column, Kind};
 use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error};
+use crate::sqlite::sort_key::sort_key;
 
-/// The columns of `temp._dedup_rows` (sql/external/01_rows.sql), in order,
-/// with what each holds.
+/// The columns of a row a run made elsewhere reads, in order, with what
+/// each holds ([`push_row`] makes them).
 pub const ROW_COLUMNS: &[(&str, Kind)] = &[
     ("rid", Kind::Int64),
     ("placeholder", Kind::Int32),
@@ -43,18 +46,196 @@ pub const ROW_COLUMNS: &[(&str, Kind)] = &[
 
 const FUNCTION: &str = "dedup_rows_arrow";
 
+/// One row's values as phase 1 left them, from which [`push_row`] makes
+/// the row a run made elsewhere reads.
+#[derive(Debug, Clone, Copy)]
+pub struct RowValues<'a> {
+    /// The rowid.
+    pub rid: i64,
+    /// A window slot of a row an earlier run removed (`canonical_url` is
+    /// its URL; nothing else counts).
+    pub placeholder: bool,
+    /// Why the row is skipped.
+    pub skip_reason: Option<&'a [u8]>,
+    /// Why its URL leaves the pipeline.
+    pub discard_reason: Option<&'a [u8]>,
+    /// Its canonical URL.
+    pub canonical_url: Option<&'a [u8]>,
+    /// Its strict URL.
+    pub strict_url: Option<&'a [u8]>,
+    /// Its domain.
+    pub domain: Option<&'a [u8]>,
+    /// Its content hash, as phase 1 left it.
+    pub content_hash: ValueRef<'a>,
+    /// Its category.
+    pub category: ValueRef<'a>,
+    /// An `https://` URL (NULL for a NULL URL).
+    pub https: Option<i64>,
+    /// Its dates and length, as phase 1 left them.
+    pub datetime: ValueRef<'a>,
+    /// (as above)
+    pub crawled: ValueRef<'a>,
+    /// (as above)
+    pub length: ValueRef<'a>,
+    /// The `prefer` setting's key (`run/prefer.rs`).
+    pub prefer_key: Option<&'a [u8]>,
+    /// `boilerplate = 'strip'`: the title as chrome counting counts it.
+    pub title_key: Option<&'a [u8]>,
+    /// `boilerplate = 'strip'`: its content's segment hashes.
+    pub segments: Option<&'a [u8]>,
+    /// Whether the text phase 4 compares is not empty.
+    pub has_text: bool,
+    /// The text phase 1 made (no parsed text), or parsed.
+    pub fill: Option<&'a [u8]>,
+    /// (as above)
+    pub parsed: Option<&'a [u8]>,
+}
+
+/// SQL's `quote()` of a value (text quoted with its quotes doubled, a
+/// BLOB as `X'..'`, NULL as `NULL`), the hash's key.
+fn quote(v: ValueRef<'_>) -> String {
+    match v {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(r) => format!("{r:e}"),
+        ValueRef::Text(t) => format!("'{}'", String::from_utf8_lossy(t).replace('\'', "''")),
+        ValueRef::Blob(b) => {
+            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
+            format!("X'{hex}'")
+        }
+    }
+}
+
+/// A value of an output row.
+enum Out<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+/// Appends one row to `columns` (those of [`ROW_COLUMNS`], in order): its
+/// values and the keys every election sorts by (`dedup_sort_key`'s: byte
+/// order is SQLite's order of the values). An error names the column
+/// that cannot hold a value.
+pub fn push_row(columns: &mut [Column], r: &RowValues<'_>) -> std::result::Result<(), String> {
+    let key = |v: ValueRef<'_>| sort_key(v).map(Out::Owned);
+    let values: [Option<Out<'_>>; 25] = if r.placeholder {
+        // (A window slot: its URL, nothing to elect.)
+        [
+            Some(Out::Int(r.rid)),
+            Some(Out::Int(1)),
+            None,
+            None,
+            r.canonical_url.map(Out::Bytes),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(Out::Int(0)),
+            Some(Out::Int(1)),
+            Some(Out::Int(0)),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(Out::Int(0)),
+            None,
+        ]
+    } else {
+        let canonical = r.canonical_url.map(String::from_utf8_lossy);
+        let extra = match (r.strict_url, &canonical) {
+            (Some(s), Some(c)) => Some(
+                crate::core::url::dropped_params(&String::from_utf8_lossy(s), c)
+                    .into_iter()
+                    .map(|(name, value)| format!("{name}={value}"))
+                    .collect::<Vec<_>>()
+                    .join("&")
+                    .into_bytes(),
+            ),
+            _ => None,
+        };
+        let text = if r.has_text && r.skip_reason.is_none() && r.canonical_url.is_some() {
+            r.fill.or(r.parsed)
+        } else {
+            None
+        };
+        let empty_null = |v: ValueRef<'_>| match v {
+            ValueRef::Text(b"") => None,
+            v => sort_key(v).map(Out::Owned),
+        };
+        [
+            Some(Out::Int(r.rid)),
+            Some(Out::Int(0)),
+            r.skip_reason.map(Out::Bytes),
+            r.discard_reason.map(Out::Bytes),
+            r.canonical_url.map(Out::Bytes),
+            r.strict_url.or(r.canonical_url).map(Out::Bytes),
+            r.strict_url.map(Out::Bytes),
+            extra.map(Out::Owned),
+            r.domain.map(Out::Bytes),
+            Some(Out::Owned(quote(r.content_hash).into_bytes())),
+            Some(Out::Int(i64::from(r.content_hash != ValueRef::Null))),
+            Some(Out::Int(i64::from(
+                r.category == ValueRef::Text(b"external"),
+            ))),
+            r.https.map(Out::Int),
+            key(r.datetime),
+            key(r.crawled),
+            key(r.length),
+            match (&canonical, r.https) {
+                (Some(u), Some(h)) => Some(Out::Int(u.chars().count() as i64 - h)),
+                _ => None,
+            },
+            empty_null(r.datetime),
+            empty_null(r.crawled),
+            key(match r.length {
+                ValueRef::Null => ValueRef::Integer(0),
+                v => v,
+            }),
+            r.prefer_key.map(Out::Bytes),
+            r.title_key.map(Out::Bytes),
+            r.segments.map(Out::Bytes),
+            Some(Out::Int(i64::from(r.has_text))),
+            text.map(Out::Bytes),
+        ]
+    };
+    for (column, v) in columns.iter_mut().zip(values) {
+        let pushed = match v {
+            None => {
+                column.push_null();
+                Ok(())
+            }
+            Some(Out::Int(n)) => column.push_int(n),
+            Some(Out::Bytes(b)) => column.push_bytes(b),
+            Some(Out::Owned(b)) => column.push_bytes(&b),
+        };
+        pushed.map_err(|problem| format!("column {} cannot hold {problem}", column.name()))?;
+    }
+    Ok(())
+}
+
 fn bound(ctx: &Context<'_>, i: usize) -> Result<Option<i64>> {
     int_arg(ctx, i, FUNCTION, "rid bounds must be integers or NULL")
 }
 
+/// The view's columns [`batch`] reads, in order.
+const VIEW: &str = "rid, placeholder, skip_reason, discard_reason, canonical_url, strict_url, domain, \
+     content_hash, category, https, datetime, crawled, length, prefer_key, title_key, segments, has_text, \
+     fill_parsed, parsed";
+
 /// The batch of rows with rid in [lo, hi).
 fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
-    let names: Vec<&str> = ROW_COLUMNS.iter().map(|(n, _)| *n).collect();
     // Plain comparisons (no `?1 IS NULL OR`), so that SQLite pushes them
     // into the view's arms as rowid ranges.
     let mut stmt = db.prepare(&format!(
-        "SELECT {} FROM temp._dedup_rows WHERE rid >= ?1 AND rid <= ?2",
-        names.join(", ")
+        "SELECT {VIEW} FROM temp._dedup_rows WHERE rid >= ?1 AND rid <= ?2"
     ))?;
     let mut columns: Vec<Column> = ROW_COLUMNS
         .iter()
@@ -72,25 +253,43 @@ fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
     };
     let mut rows = stmt.query((lo.unwrap_or(i64::MIN), last))?;
     while let Some(row) = rows.next()? {
-        for (i, column) in columns.iter_mut().enumerate() {
-            let pushed = match row.get_ref(i)? {
-                ValueRef::Null => {
-                    column.push_null();
-                    Ok(())
-                }
-                ValueRef::Integer(v) => column.push_int(v),
-                ValueRef::Text(t) | ValueRef::Blob(t) => column.push_bytes(t),
-                ValueRef::Real(r) => Err(format!("a real ({r})")),
-            };
-            if let Err(problem) = pushed {
-                let rid = row.get_ref(0).map(describe).unwrap_or_default();
-                return Err(user_error(
-                    FUNCTION,
-                    &format!("column {} cannot hold {problem}", column.name()),
-                    &format!("the row with rid {rid}"),
-                ));
-            }
-        }
+        let text = |i: usize| -> Result<Option<&[u8]>> {
+            Ok(match row.get_ref(i)? {
+                ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
+                _ => None,
+            })
+        };
+        let values = RowValues {
+            rid: row.get(0)?,
+            placeholder: row.get::<_, i64>(1)? != 0,
+            skip_reason: text(2)?,
+            discard_reason: text(3)?,
+            canonical_url: text(4)?,
+            strict_url: text(5)?,
+            domain: text(6)?,
+            content_hash: row.get_ref(7)?,
+            category: row.get_ref(8)?,
+            https: row.get(9)?,
+            datetime: row.get_ref(10)?,
+            crawled: row.get_ref(11)?,
+            length: row.get_ref(12)?,
+            prefer_key: text(13)?,
+            title_key: text(14)?,
+            segments: text(15)?,
+            has_text: row.get::<_, Option<i64>>(16)?.unwrap_or(0) != 0,
+            fill: text(17)?,
+            parsed: text(18)?,
+        };
+        push_row(&mut columns, &values).map_err(|problem| {
+            user_error(
+                FUNCTION,
+                &problem,
+                &format!(
+                    "the row with rid {}",
+                    describe(ValueRef::Integer(values.rid))
+                ),
+            )
+        })?;
     }
     encode(&columns).map_err(|e| user_error(FUNCTION, "the batch cannot be written", &e))
 }

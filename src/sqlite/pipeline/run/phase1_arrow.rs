@@ -22,10 +22,9 @@ use rusqlite::{Connection, Result};
 use crate::core::arrow_columns::{decode, encode, Cell, Column, ColumnView};
 use crate::core::phase1::{prepare, Failure, Given, PageRow, Rules, TextCell};
 use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::external::ROW_COLUMNS;
+use crate::sqlite::pipeline::external::{push_row, RowValues, ROW_COLUMNS};
 use crate::sqlite::pipeline::settings::choices::{Boilerplate, Compat};
 use crate::sqlite::scalars::{check_arity, describe, user_error, WRITES};
-use crate::sqlite::sort_key::sort_key;
 
 const NAME: &str = "dedup_phase1_arrow";
 
@@ -65,21 +64,6 @@ fn text_cell(cell: Cell<'_>) -> TextCell<'_> {
             what: "an integer",
             sql_length: i.to_string().len() as i64,
         },
-    }
-}
-
-/// SQL's `quote()` of a value (text quoted with its quotes doubled, a
-/// BLOB as `X'..'`, NULL as `NULL`).
-fn quote(v: ValueRef<'_>) -> String {
-    match v {
-        ValueRef::Null => "NULL".into(),
-        ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(r) => r.to_string(),
-        ValueRef::Text(t) => format!("'{}'", String::from_utf8_lossy(t).replace('\'', "''")),
-        ValueRef::Blob(b) => {
-            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-            format!("X'{hex}'")
-        }
     }
 }
 
@@ -185,102 +169,35 @@ pub fn prepare_columns(
             },
             Given::Null => ValueRef::Null,
         };
-        let (datetime, crawled, category) =
-            (value(cell(6, i)), value(cell(7, i)), value(cell(8, i)));
-        let empty_null = |v: ValueRef<'_>| -> Option<Vec<u8>> {
-            match v {
-                ValueRef::Text(b"") => None,
-                v => sort_key(v),
-            }
-        };
-        let url_length = match (&p.canonical_url, p.https) {
-            (Some(u), Some(h)) => Some(u.chars().count() as i64 - i64::from(h)),
+        let parsed_text = match parsed {
+            Cell::Text(t) => Some(t),
             _ => None,
         };
-        let text: Option<&[u8]> =
-            if p.has_text && p.skip_reason.is_none() && p.canonical_url.is_some() {
-                match (&p.fill, parsed) {
-                    (Some(f), _) => Some(f.as_bytes()),
-                    (None, Cell::Text(t)) => Some(t),
-                    _ => None,
-                }
-            } else {
-                None
-            };
-        let extra = match (&p.strict_url, &p.canonical_url) {
-            (Some(s), Some(c)) => Some(
-                crate::core::url::dropped_params(s, c)
-                    .into_iter()
-                    .map(|(name, value)| format!("{name}={value}"))
-                    .collect::<Vec<_>>()
-                    .join("&"),
-            ),
-            _ => None,
+        let values = RowValues {
+            rid: id,
+            placeholder: false,
+            skip_reason: p.skip_reason.as_deref().map(str::as_bytes),
+            discard_reason: p.discard_reason.as_deref().map(str::as_bytes),
+            canonical_url: p.canonical_url.as_deref().map(str::as_bytes),
+            strict_url: p.strict_url.as_deref().map(str::as_bytes),
+            domain: p.domain.as_deref().map(str::as_bytes),
+            content_hash: hash_value,
+            category: value(cell(8, i)),
+            https: p.https.map(i64::from),
+            datetime: value(cell(6, i)),
+            crawled: value(cell(7, i)),
+            length: length_value,
+            prefer_key: None,
+            title_key: None,
+            segments: None,
+            has_text: p.has_text,
+            fill: p.fill.as_deref().map(str::as_bytes),
+            parsed: parsed_text,
         };
-        let values: [Option<Out<'_>>; 25] = [
-            Some(Out::Int(id)),
-            Some(Out::Int(0)),
-            bytes_of(p.skip_reason.as_deref()).map(Out::Bytes),
-            bytes_of(p.discard_reason.as_deref()).map(Out::Bytes),
-            bytes_of(p.canonical_url.as_deref()).map(Out::Bytes),
-            bytes_of(p.strict_url.as_deref().or(p.canonical_url.as_deref())).map(Out::Bytes),
-            bytes_of(p.strict_url.as_deref()).map(Out::Bytes),
-            extra.map(Out::Owned),
-            bytes_of(p.domain.as_deref()).map(Out::Bytes),
-            Some(Out::Owned(quote(hash_value))),
-            Some(Out::Int(i64::from(hash_value != ValueRef::Null))),
-            Some(Out::Int(i64::from(category == ValueRef::Text(b"external")))),
-            p.https.map(|h| Out::Int(i64::from(h))),
-            sort_key(datetime).map(Out::Vec),
-            sort_key(crawled).map(Out::Vec),
-            sort_key(length_value).map(Out::Vec),
-            url_length.map(Out::Int),
-            empty_null(datetime).map(Out::Vec),
-            empty_null(crawled).map(Out::Vec),
-            sort_key(match length_value {
-                ValueRef::Null => ValueRef::Integer(0),
-                v => v,
-            })
-            .map(Out::Vec),
-            None,
-            None,
-            None,
-            Some(Out::Int(i64::from(p.has_text))),
-            text.map(Out::Bytes),
-        ];
-        for (column, v) in out.iter_mut().zip(values) {
-            let pushed = match v {
-                None => {
-                    column.push_null();
-                    Ok(())
-                }
-                Some(Out::Int(n)) => column.push_int(n),
-                Some(Out::Bytes(b)) => column.push_bytes(b),
-                Some(Out::Owned(s)) => column.push_bytes(s.as_bytes()),
-                Some(Out::Vec(b)) => column.push_bytes(&b),
-            };
-            pushed.map_err(|problem| {
-                user_error(
-                    NAME,
-                    &format!("column {} cannot hold {problem}", column.name()),
-                    &format!("the row with rid {id}"),
-                )
-            })?;
-        }
+        push_row(&mut out, &values)
+            .map_err(|problem| user_error(NAME, &problem, &format!("the row with rid {id}")))?;
     }
     encode(&out).map_err(|e| user_error(NAME, "the batch cannot be written", &e))
-}
-
-fn bytes_of(v: Option<&str>) -> Option<&[u8]> {
-    v.map(str::as_bytes)
-}
-
-/// A value of an output row.
-enum Out<'a> {
-    Int(i64),
-    Bytes(&'a [u8]),
-    Owned(String),
-    Vec(Vec<u8>),
 }
 
 /// Registers `dedup_phase1_arrow`.
