@@ -24,6 +24,9 @@ DROP TABLE IF EXISTS temp._dedup_near_input;
 -- run's.)
 DROP TABLE IF EXISTS temp._dedup_lsh_new;
 CREATE TEMP TABLE _dedup_lsh_new (band INTEGER, key INTEGER, id INTEGER);
+-- (boilerplate = 'strip': each domain's chrome, filled by 04b_chrome.sql.)
+DROP TABLE IF EXISTS temp._dedup_chrome;
+CREATE TEMP TABLE _dedup_chrome (domain TEXT PRIMARY KEY, segments INTEGER, hashes TEXT);
 -- domain and fill_parsed are copied from _dedup_prepared so that reading a
 -- text (by pos, in the scan) looks up pages only, not _dedup_prepared too:
 -- a fifth less a read (benches/results/design-measurements.md, "Phase 4's input copies domain and fill_parsed").

@@ -13,6 +13,8 @@ pub enum When {
     /// In runs with the `against` setting only
     /// ([`crate::sqlite::pipeline::run::against`]).
     Against,
+    /// In runs with `boilerplate = 'strip'` only.
+    Strip,
 }
 
 /// One step of a phase: an SQL script of `sql/` (embedded in the binary),
@@ -84,6 +86,11 @@ pub const PHASES: [(&str, &[Step]); 6] = [
                 "incremental/04_near_input.sql",
                 include_str!("../../../sql/incremental/04_near_input.sql"),
                 When::Incremental,
+            ),
+            Step::Script(
+                "04b_chrome.sql",
+                include_str!("../../../sql/04b_chrome.sql"),
+                When::Strip,
             ),
             Step::Script(
                 "04b_near_dups.sql",

@@ -92,10 +92,17 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
         "INSERT INTO temp._dedup_against_of VALUES (?1, ?2, 0)",
         rusqlite::params![name, rows],
     )?;
+    // (Every column without affinity in both arms: SQLite looks a row of
+    // a compound view up by its rid only when the arms agree in affinity.)
+    let plain: Vec<String> = PAGE_COLUMNS
+        .iter()
+        .map(|c| format!("+{c} AS {c}"))
+        .collect();
     db.execute_batch(&format!(
         "CREATE TEMP VIEW _dedup_pages AS
-         SELECT rid, {columns} FROM temp._dedup_source
-         UNION ALL SELECT rid, {columns} FROM temp._dedup_against;"
+         SELECT rid, {plain} FROM temp._dedup_source
+         UNION ALL SELECT rid, {plain} FROM temp._dedup_against;",
+        plain = plain.join(", ")
     ))?;
     Ok(Some(Against { name, rows }))
 }

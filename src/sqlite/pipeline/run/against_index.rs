@@ -78,6 +78,9 @@ pub fn plan_there(
             super::against::without_prefix(&e)
         ))
     })?;
+    // (One transaction there, as a run's here: the plan's temp writes are
+    // not each a transaction of their own, and it reads one state.)
+    theirs.execute_batch("BEGIN")?;
     let offset = copy_rows(db, &theirs, &their, &name)?;
     let (incremental, rows_before) = plan(&theirs, &their_settings).map_err(|e| {
         DedupError::new(format!(
@@ -223,14 +226,27 @@ fn plan_rows(
 }
 
 /// `temp._dedup_source` on the other connection with the rows of
-/// `temp._dedup_extra` added (a plan with `extra_rows`).
+/// `temp._dedup_extra` added (a plan with `extra_rows`). Every column but
+/// the rid comes without affinity in both arms (`+column`): SQLite looks a
+/// row of a compound view up by its rid only when the arms' columns agree
+/// in affinity, else it reads the whole table for each lookup.
 pub fn extend_source(db: &Connection, source: &Source) -> Result<(), DedupError> {
-    let columns = PAGE_COLUMNS.join(", ");
+    let theirs: Vec<String> = PAGE_COLUMNS
+        .iter()
+        .map(|c| match source.column(c) {
+            Some(real) => format!("+{} AS {c}", schema::quote_ident(&real)),
+            None => format!("NULL AS {c}"),
+        })
+        .collect();
+    let extra: Vec<String> = PAGE_COLUMNS.iter().map(|c| format!("+{c}")).collect();
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_source;
-         CREATE TEMP VIEW _dedup_source AS {}
-         UNION ALL SELECT rid, {columns} FROM temp._dedup_extra;",
-        source.view_body()
+         CREATE TEMP VIEW _dedup_source AS SELECT {} AS rid, {} FROM {}
+         UNION ALL SELECT rid, {} FROM temp._dedup_extra;",
+        source.rowid,
+        theirs.join(", "),
+        source.qualified(),
+        extra.join(", ")
     ))?;
     Ok(())
 }

@@ -170,12 +170,17 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         Phases::PrepareOnly(..) => &PREPARE_ONLY,
         Phases::FromPlan(_) | Phases::Made(_) => &EXTERNAL,
     };
+    let when = Conditions {
+        incremental: kind.incremental,
+        against: against.is_some(),
+        strip: s.boilerplate == crate::sqlite::pipeline::settings::choices::Boilerplate::Strip,
+    };
     seconds.extend(if s.url_rules > 0.0 {
         crate::sqlite::drop_rules::with_rules_snapshot(db, || {
-            run_phases(db, phases, rows_before, kind.incremental, against.is_some())
+            run_phases(db, phases, rows_before, when)
         })??
     } else {
-        run_phases(db, phases, rows_before, kind.incremental, against.is_some())?
+        run_phases(db, phases, rows_before, when)?
     });
     let planned = Planned {
         run,
@@ -205,14 +210,26 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     Ok(planned)
 }
 
+/// What decides whether a step that runs only [`When`] something runs.
+#[derive(Debug, Clone, Copy)]
+struct Conditions {
+    incremental: bool,
+    against: bool,
+    strip: bool,
+}
+
 /// Runs the phase scripts in order; the seconds each took.
 fn run_phases(
     db: &Connection,
     phases: &[(&str, &[Step])],
     rows: i64,
-    incremental: bool,
-    against: bool,
+    when: Conditions,
 ) -> Result<Vec<(String, f64)>, DedupError> {
+    let Conditions {
+        incremental,
+        against,
+        strip,
+    } = when;
     let mut seconds = Vec::with_capacity(phases.len());
     for (i, (name, steps)) in phases.iter().enumerate() {
         crate::sqlite::pipeline::run::progress::phase(name, i + 1, phases.len() + 1);
@@ -232,6 +249,7 @@ fn run_phases(
                 Step::Script(file, sql, when) => {
                     if (when == When::Incremental && !incremental)
                         || (when == When::Against && !against)
+                        || (when == When::Strip && !strip)
                     {
                         continue;
                     }
