@@ -172,6 +172,28 @@ def test_without_an_index_it_says_to_run_once(tmp_path):
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 100
 
 
+@pytest.mark.parametrize("where", ["dedup_settings", "argument"])
+def test_settings_whose_runs_keep_no_index_are_named_instead_of_run_once(tmp_path, where):
+    """A database whose dedup_settings hold prefer: every run is full and
+    keeps no index, so "run once" would not help; the error names the
+    setting. The same for one given in the call's settings."""
+    db, conn, pool = demo_part(tmp_path, random.Random(9), 100)
+    prefer = json.dumps(["crawled DESC"])
+    if where == "dedup_settings":
+        conn.execute("CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)")
+        conn.execute("INSERT INTO dedup_settings VALUES ('prefer', ?)", (prefer,))
+        conn.execute("SELECT dedup_run()").fetchone()
+        args = ()
+    else:
+        args = (json.dumps({"prefer": json.loads(prefer)}),)
+    before = everything(conn)
+    call = "SELECT dedup_similar('t', 'https://a.example/'" + (", ?)" if args else ")")
+    with pytest.raises(sqlite3.OperationalError, match="no incremental index, got settings whose runs keep none: "
+                                                       "prefer .* makes every run full"):
+        conn.execute(call, args).fetchone()
+    assert everything(conn) == before
+
+
 def test_a_read_only_connection_is_told_so(tmp_path):
     db, conn, pool = demo_part(tmp_path, random.Random(9), 100)
     conn.execute("SELECT dedup_run()").fetchone()

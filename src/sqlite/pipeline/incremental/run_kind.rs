@@ -35,7 +35,7 @@ use crate::sqlite::pipeline::tables::schema::Source;
 use crate::sqlite::pipeline::trace::lap;
 
 /// Why runs of these settings are always full (they keep no index).
-fn always_full(s: &Settings) -> Option<&'static str> {
+pub fn always_full(s: &Settings) -> Option<&'static str> {
     if !s.against.is_empty() {
         // (Before the plan made elsewhere: a run against another database's
         // index is read back as one, `run/against_index.rs`.)

@@ -34,7 +34,8 @@
 //! fetched.
 //!
 //! Cost: one incremental plan of a one-page batch. Errors: no index yet
-//! (run `dedup_run()` once), a connection that cannot write (the page is
+//! (run `dedup_run()` once; settings whose runs are always full, such as
+//! `prefer`, keep none), a connection that cannot write (the page is
 //! added inside a transaction that is always rolled back), a page the
 //! table's constraints refuse, a statement that uses a table besides;
 //! each leaves the database as it was.
@@ -46,7 +47,8 @@ use super::atomic::{caller_uses_tables, tentatively};
 use super::plan;
 use crate::sqlite::pipeline::error::{fail, DedupError};
 use crate::sqlite::pipeline::incremental::index_state;
-use crate::sqlite::pipeline::settings::read::read_recorded;
+use crate::sqlite::pipeline::incremental::run_kind::always_full;
+use crate::sqlite::pipeline::settings::read::{self as settings_read, read_recorded};
 use crate::sqlite::pipeline::shown::excerpt;
 use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::scalars::{check_arity, describe, user_error, WRITES};
@@ -162,6 +164,13 @@ fn ask<T>(
     read: impl FnOnce(&Connection, i64) -> std::result::Result<T, DedupError>,
 ) -> std::result::Result<T, DedupError> {
     let Some(recorded) = recorded_settings(db)? else {
+        // (Running once helps only when the settings' runs keep an index.)
+        if let Some(why) = always_full(&settings_read::read(db, NAME, settings)?) {
+            return fail(format!(
+                "{NAME}: no incremental index, got settings whose runs keep none: {why} makes every run full \
+                 (docs/incremental.md); a run without it leaves the index this answers from"
+            ));
+        }
         return fail(format!(
             "{NAME}: no incremental index yet, got a database no run has left one in: run SELECT dedup_run() once, then ask again"
         ));
