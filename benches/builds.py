@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from corpora import DATA, corpus, warm
+from corpora import DATA, corpus, html_corpus, warm
 
 RUN = r'''
 import json, sqlite3, sys, time
@@ -44,9 +44,11 @@ def main():
     ap.add_argument("--pages", default="100000", help="the builder corpus (benches/corpora.py), e.g. 100000 or ref20k")
     ap.add_argument("--reps", type=int, default=4, help="runs of each build")
     ap.add_argument("--settings", default="{}", help="dedup_run's settings, as JSON")
+    ap.add_argument("--html", action="store_true",
+                    help="the corpus as a crawler stores it: HTML content to parse, no parsed text (corpora.html_corpus)")
     args = ap.parse_args()
     builds = [b.split("=", 1) for b in args.builds]
-    src = corpus(args.pages)
+    src = html_corpus(args.pages) if args.html else corpus(args.pages)
     work = os.path.join(DATA, "builds")
     runs = {name: [] for name, _ in builds}
     for rep in range(args.reps):

@@ -16,6 +16,7 @@ pub mod ordering;
 pub mod pair_scan;
 pub mod parallel;
 pub mod phase1;
+pub mod phase1_batch;
 pub mod pools;
 pub mod scan_ahead;
 pub mod segments;

@@ -11,6 +11,7 @@ mod rows_cursor;
 pub mod scan_table;
 pub mod segments;
 pub mod similar;
+mod stepped;
 
 use rusqlite::{Connection, Result};
 

@@ -6,8 +6,11 @@
 //!
 //! `input` names a table or view with the columns `rid`, `url`, `title`,
 //! `content`, `parsed`, `content_hash`, `length`, `datetime`, `crawled`,
-//! `category` (`temp._dedup_todo`). Its rows are read one at a time as the
-//! caller steps (nothing is held but the row at hand). Output columns:
+//! `category` (`temp._dedup_todo`). Its rows are read a batch at a time as
+//! the caller steps (up to 512 rows or 8 MiB of values held), and each batch
+//! prepared together: on the crate's pool when it holds much markup to
+//! parse ([`crate::core::phase1_batch`]), with the same rows as one at a
+//! time. Output columns:
 //! `source_rowid`, `skip_reason`, `canonical_url`, `domain`, `wayback`,
 //! `discard_reason`, `content_hash`, `datetime`, `crawled`, `length`,
 //! `category`, `fill_parsed`, `has_text`, `strict_url`, `https`; a value
@@ -22,11 +25,11 @@
 //! `sqlite3_interrupt`.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::ffi::{c_int, CString};
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_int;
 use std::marker::PhantomData;
 
-use rusqlite::types::{Null, ToSqlOutput, ValueRef};
+use rusqlite::types::{Null, ValueRef};
 use rusqlite::vtab::{
     eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
     VTabCursor,
@@ -34,7 +37,9 @@ use rusqlite::vtab::{
 use rusqlite::{ffi, Connection, Result};
 
 use super::arguments::{error, plan_arguments, planned_arguments, quote_identifier, unwind_safe};
+use super::stepped::{Statement, Value};
 use crate::core::phase1::{prepare, Failure, Given, PageRow, Prepared, Rules, TextCell};
+use crate::core::phase1_batch::{fill_bytes, prepare_batch};
 use crate::sqlite::interrupt::InterruptPoll;
 use crate::sqlite::scalars::describe;
 
@@ -110,29 +115,10 @@ struct Run {
     url_rules: f64,
     fixes: Option<HashMap<String, String>>,
     poll: RefCell<InterruptPoll>,
-}
-
-/// A value of the row kept as it is, its bytes untouched (a text need not
-/// be valid UTF-8 to pass through).
-#[derive(Debug, Clone, PartialEq)]
-enum Value {
-    Null,
-    Integer(i64),
-    Real(f64),
-    Text(Vec<u8>),
-    Blob(Vec<u8>),
-}
-
-impl Value {
-    fn sql(&self) -> ToSqlOutput<'_> {
-        ToSqlOutput::Borrowed(match self {
-            Value::Null => ValueRef::Null,
-            Value::Integer(i) => ValueRef::Integer(*i),
-            Value::Real(r) => ValueRef::Real(*r),
-            Value::Text(t) => ValueRef::Text(t),
-            Value::Blob(b) => ValueRef::Blob(b),
-        })
-    }
+    /// Rows prepared and not yet handed out, in order.
+    ready: VecDeque<Row>,
+    /// Whether the input's statement is at its end.
+    read_all: bool,
 }
 
 /// One output row: the rid, phase 1's values, and the row's own values it
@@ -207,6 +193,7 @@ impl Phase1Cursor<'_> {
         let stmt = Statement::prepare(
             self.db,
             &format!("SELECT {INPUT} FROM {}", quote_identifier(&input)),
+            NAME,
         )
         .map_err(|e| {
             error(
@@ -224,68 +211,165 @@ impl Phase1Cursor<'_> {
             // Safety: the handle is this connection's, which outlives the
             // cursor; used on this thread.
             poll: RefCell::new(unsafe { InterruptPoll::new(self.db) }),
+            ready: VecDeque::new(),
+            read_all: false,
         });
         self.advance()
     }
 
-    /// Reads and prepares the next input row (`row` None at the end).
+    /// The next output row (`row` None at the end): from the batch
+    /// prepared, or the next batch read and prepared first.
     fn advance(&mut self) -> Result<()> {
         let run = self.run.as_mut().expect("started");
-        if !run.stmt.step()? {
-            self.row = None;
-            return Ok(());
+        if run.ready.is_empty() && !run.read_all {
+            self.read_batch()?;
         }
-        crate::sqlite::pipeline::run::progress::tick();
-        let s = &run.stmt;
-        let rid = s.int(0);
-        let cell = |i: c_int| -> TextCell<'_> {
-            match s.kind(i) {
-                ffi::SQLITE_NULL => TextCell::Null,
-                ffi::SQLITE_TEXT => TextCell::Text(s.bytes(i)),
-                ffi::SQLITE_BLOB => TextCell::Other {
-                    what: "a BLOB",
-                    sql_length: s.int(10),
-                },
-                ffi::SQLITE_INTEGER => TextCell::Other {
-                    what: "an integer",
-                    sql_length: s.int(10),
-                },
-                _ => TextCell::Other {
-                    what: "a real",
-                    sql_length: s.int(10),
-                },
+        let run = self.run.as_mut().expect("started");
+        self.row = run.ready.pop_front();
+        Ok(())
+    }
+
+    /// Reads up to [`BATCH_ROWS`] input rows and prepares them, into
+    /// `ready`: a row with its text given at once, on this thread (nothing
+    /// copied); the rows whose markup phase 1 parses (up to [`BATCH_BYTES`]
+    /// of their values) together after, on the pool when they are many
+    /// ([`prepare_batch`]). A row's failure is raised in the rows' order.
+    fn read_batch(&mut self) -> Result<()> {
+        let db = self.db;
+        let run = self.run.as_mut().expect("started");
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut parse: Vec<Raw> = Vec::new();
+        let mut bytes = 0;
+        while slots.len() < BATCH_ROWS && bytes < BATCH_BYTES {
+            if !run.stmt.step()? {
+                // (Stepped again, a statement at its end starts over.)
+                run.read_all = true;
+                break;
             }
-        };
-        let page = PageRow {
-            url: cell(1),
-            title: (s.kind(2) != ffi::SQLITE_NULL).then(|| s.bytes(2)),
-            content: cell(3),
-            parsed: cell(4),
-            hash_missing: s.kind(5) == ffi::SQLITE_NULL,
-            length_missing: s.kind(6) == ffi::SQLITE_NULL,
-        };
-        let learned = match (page.invalid(), page.url) {
-            (None, TextCell::Text(url)) => {
-                let url = std::str::from_utf8(url).expect("checked by invalid()");
-                learned(self.db, run.url_rules, run.fixes.as_ref(), url)?
+            crate::sqlite::pipeline::run::progress::tick();
+            let s = &run.stmt;
+            let page = page_of(s);
+            let learned = match (page.invalid(), page.url) {
+                (None, TextCell::Text(url)) => {
+                    let url = std::str::from_utf8(url).expect("checked by invalid()");
+                    learned(db, run.url_rules, run.fixes.as_ref(), url)?
+                }
+                _ => String::new(),
+            };
+            if fill_bytes(&page) == 0 {
+                let poll = &run.poll;
+                let stop = || poll.borrow_mut().interrupted();
+                let prepared = prepare(&page, &mut run.rules, &learned, &stop);
+                slots.push(Some((Kept::read(s), prepared)));
+            } else {
+                let raw = Raw::read(s, learned);
+                bytes += raw.size();
+                parse.push(raw);
+                slots.push(None);
             }
-            _ => String::new(),
-        };
+        }
         let poll = &run.poll;
-        let stop = || poll.borrow_mut().interrupted();
-        let prepared = prepare(&page, &mut run.rules, &learned, &stop).map_err(|f| match f {
-            Failure::Halted(h) => rusqlite::Error::from(h),
-            Failure::InvalidText(why) => error(
-                NAME,
-                &format!(
-                    "{why}, so phase 1 cannot make the row's text (title, blank line, content)"
+        let parsed = prepare_batch(
+            &parse,
+            |raw| (raw.page(), raw.learned.as_str()),
+            &mut run.rules,
+            &mut || poll.borrow_mut().interrupted(),
+        )
+        .map_err(rusqlite::Error::from)?;
+        let mut parsed = parse.into_iter().zip(parsed);
+        for slot in slots {
+            let (kept, prepared) = match slot {
+                Some(ready) => ready,
+                None => {
+                    let (raw, prepared) = parsed.next().expect("one result a row parsed");
+                    (raw.kept, prepared)
+                }
+            };
+            let rid = kept.rid;
+            let prepared = prepared.map_err(|f| match f {
+                Failure::Halted(h) => rusqlite::Error::from(h),
+                Failure::InvalidText(why) => error(
+                    NAME,
+                    &format!(
+                        "{why}, so phase 1 cannot make the row's text (title, blank line, content)"
+                    ),
+                    &format!("the row with rid {rid}"),
                 ),
-                &format!("the row with rid {rid}"),
-            ),
-        })?;
+            })?;
+            run.ready.push_back(kept.output(prepared));
+        }
+        Ok(())
+    }
+}
+
+/// Input rows read ahead and prepared together, at most.
+const BATCH_ROWS: usize = 512;
+/// Bytes of the values of rows to parse held, at most (at least one row).
+const BATCH_BYTES: usize = 8 << 20;
+
+/// A row of a batch: prepared as it was read (`Some`), or among those to
+/// parse (`None`).
+type Slot = Option<(Kept, std::result::Result<Prepared, Failure>)>;
+
+/// The input row the statement is on, as phase 1 reads it (borrowed
+/// until the next step).
+fn page_of(s: &Statement) -> PageRow<'_> {
+    let cell = |i: c_int| -> TextCell<'_> {
+        match s.kind(i) {
+            ffi::SQLITE_NULL => TextCell::Null,
+            ffi::SQLITE_TEXT => TextCell::Text(s.bytes(i)),
+            kind => other_cell(kind, s.int(10)),
+        }
+    };
+    PageRow {
+        url: cell(1),
+        title: (s.kind(2) != ffi::SQLITE_NULL).then(|| s.bytes(2)),
+        content: cell(3),
+        parsed: cell(4),
+        hash_missing: s.kind(5) == ffi::SQLITE_NULL,
+        length_missing: s.kind(6) == ffi::SQLITE_NULL,
+    }
+}
+
+/// A text column holding a value of another type (`kind`, SQLite's type
+/// code): `sql_length` is the length phase 1 gives it.
+fn other_cell(kind: c_int, sql_length: i64) -> TextCell<'static> {
+    let what = match kind {
+        ffi::SQLITE_BLOB => "a BLOB",
+        ffi::SQLITE_INTEGER => "an integer",
+        _ => "a real",
+    };
+    TextCell::Other { what, sql_length }
+}
+
+/// The row's own values phase 1 passes through or measures.
+struct Kept {
+    rid: i64,
+    hash: Value,
+    length: Value,
+    datetime: Value,
+    crawled: Value,
+    category: Value,
+}
+
+impl Kept {
+    /// The values of the row the statement is on.
+    fn read(s: &Statement) -> Kept {
+        Kept {
+            rid: s.int(0),
+            hash: s.value(5),
+            length: s.value(6),
+            datetime: s.value(7),
+            crawled: s.value(8),
+            category: s.value(9),
+        }
+    }
+
+    /// The output row of phase 1's values.
+    fn output(self, prepared: Prepared) -> Row {
         let length = match &prepared.length {
             // (NULLIF(length, 0): a given 0 is no length.)
-            Given::Given => match s.value(6) {
+            Given::Given => match self.length {
                 Value::Integer(0) => Value::Null,
                 Value::Real(0.0) => Value::Null,
                 v => v,
@@ -294,20 +378,80 @@ impl Phase1Cursor<'_> {
             Given::Null => Value::Null,
         };
         let hash = match &prepared.hash {
-            Given::Given => s.value(5),
+            Given::Given => self.hash,
             Given::Computed(h) => Value::Text(h.clone().into_bytes()),
             Given::Null => Value::Null,
         };
-        self.row = Some(Row {
-            rid,
+        Row {
+            rid: self.rid,
             hash,
             length,
-            datetime: s.value(7),
-            crawled: s.value(8),
-            category: s.value(9),
+            datetime: self.datetime,
+            crawled: self.crawled,
+            category: self.category,
             prepared,
-        });
-        Ok(())
+        }
+    }
+}
+
+/// An input row whose markup phase 1 parses, its values owned (the
+/// statement steps on before the batch is prepared).
+struct Raw {
+    kept: Kept,
+    url: Value,
+    title: Option<Vec<u8>>,
+    content: Value,
+    parsed: Value,
+    /// The length a cell of another type is given (column 10).
+    other_length: i64,
+    /// The row's learned URL options ([`learned`]).
+    learned: String,
+}
+
+impl Raw {
+    /// The row the statement is on.
+    fn read(s: &Statement, learned: String) -> Raw {
+        Raw {
+            kept: Kept::read(s),
+            url: s.value(1),
+            title: (s.kind(2) != ffi::SQLITE_NULL).then(|| s.bytes(2).to_vec()),
+            content: s.value(3),
+            parsed: s.value(4),
+            other_length: s.int(10),
+            learned,
+        }
+    }
+
+    /// A text column as phase 1 reads it.
+    fn cell<'a>(&self, value: &'a Value) -> TextCell<'a> {
+        match value {
+            Value::Null => TextCell::Null,
+            Value::Text(t) => TextCell::Text(t),
+            Value::Blob(_) => other_cell(ffi::SQLITE_BLOB, self.other_length),
+            Value::Integer(_) => other_cell(ffi::SQLITE_INTEGER, self.other_length),
+            Value::Real(_) => other_cell(ffi::SQLITE_FLOAT, self.other_length),
+        }
+    }
+
+    /// The row as phase 1 reads it.
+    fn page(&self) -> PageRow<'_> {
+        PageRow {
+            url: self.cell(&self.url),
+            title: self.title.as_deref(),
+            content: self.cell(&self.content),
+            parsed: self.cell(&self.parsed),
+            hash_missing: self.kept.hash == Value::Null,
+            length_missing: self.kept.length == Value::Null,
+        }
+    }
+
+    /// Its bytes held.
+    fn size(&self) -> usize {
+        let n = |v: &Value| match v {
+            Value::Text(b) | Value::Blob(b) => b.len(),
+            _ => 8,
+        };
+        n(&self.url) + n(&self.content) + n(&self.parsed) + self.title.as_ref().map_or(0, Vec::len)
     }
 }
 
@@ -376,103 +520,5 @@ unsafe impl VTabCursor for Phase1Cursor<'_> {
 
     fn rowid(&self) -> Result<i64> {
         Ok(self.row.as_ref().map_or(0, |r| r.rid))
-    }
-}
-
-/// A statement stepped one row at a time across the cursor's calls
-/// (rusqlite's `Statement` borrows a `Connection` the cursor cannot hold).
-struct Statement {
-    stmt: *mut ffi::sqlite3_stmt,
-    db: *mut ffi::sqlite3,
-}
-
-impl Statement {
-    /// The statement of `sql`, or SQLite's message why not.
-    fn prepare(db: *mut ffi::sqlite3, sql: &str) -> std::result::Result<Self, String> {
-        let sql = CString::new(sql).map_err(|_| "a NUL in its name".to_string())?;
-        let mut stmt = std::ptr::null_mut();
-        // Safety: `db` is the connection running the query; the statement
-        // is finalized on drop.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut stmt, std::ptr::null_mut())
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(Self::message(db));
-        }
-        Ok(Statement { stmt, db })
-    }
-
-    /// SQLite's message of the connection's last error.
-    fn message(db: *mut ffi::sqlite3) -> String {
-        // Safety: `db` is valid; the message is copied at once.
-        unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)) }
-            .to_string_lossy()
-            .into_owned()
-    }
-
-    fn failure(db: *mut ffi::sqlite3, rc: c_int, what: &str) -> rusqlite::Error {
-        rusqlite::Error::SqliteFailure(
-            ffi::Error::new(rc),
-            Some(format!("{NAME}: {what}: {}", Self::message(db))),
-        )
-    }
-
-    /// Steps to the next row: false at the end.
-    fn step(&mut self) -> Result<bool> {
-        // Safety: the statement is this struct's, on the connection's thread.
-        match unsafe { ffi::sqlite3_step(self.stmt) } {
-            ffi::SQLITE_ROW => Ok(true),
-            ffi::SQLITE_DONE => Ok(false),
-            rc => Err(Self::failure(self.db, rc, "reading input failed")),
-        }
-    }
-
-    fn kind(&self, i: c_int) -> c_int {
-        // Safety: a row is current (after `step` returned true).
-        unsafe { ffi::sqlite3_column_type(self.stmt, i) }
-    }
-
-    fn int(&self, i: c_int) -> i64 {
-        // Safety: as above.
-        unsafe { ffi::sqlite3_column_int64(self.stmt, i) }
-    }
-
-    /// The bytes of a TEXT or BLOB column, valid until the next step.
-    fn bytes(&self, i: c_int) -> &[u8] {
-        // Safety: as above; text first, then its length (SQLite's order).
-        unsafe {
-            let p = if self.kind(i) == ffi::SQLITE_BLOB {
-                ffi::sqlite3_column_blob(self.stmt, i) as *const u8
-            } else {
-                ffi::sqlite3_column_text(self.stmt, i)
-            };
-            let n = ffi::sqlite3_column_bytes(self.stmt, i) as usize;
-            if p.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(p, n)
-            }
-        }
-    }
-
-    /// Column `i` as an owned value of its type.
-    fn value(&self, i: c_int) -> Value {
-        match self.kind(i) {
-            ffi::SQLITE_NULL => Value::Null,
-            ffi::SQLITE_INTEGER => Value::Integer(self.int(i)),
-            // Safety: as above.
-            ffi::SQLITE_FLOAT => Value::Real(unsafe { ffi::sqlite3_column_double(self.stmt, i) }),
-            ffi::SQLITE_TEXT => Value::Text(self.bytes(i).to_vec()),
-            _ => Value::Blob(self.bytes(i).to_vec()),
-        }
-    }
-}
-
-impl Drop for Statement {
-    fn drop(&mut self) {
-        // Safety: the statement is this struct's and not used after.
-        unsafe {
-            ffi::sqlite3_finalize(self.stmt);
-        }
     }
 }
