@@ -23,9 +23,10 @@ Settings (MaybeDont's, with its defaults, then this middleware's own):
 - `AVOID_DUP_CONTENT_STORE` (True): each response's visible text
   (`html_text`) is stored (url, title, content, crawled) in the table the
   database's settings name (`dedup_settings`' `table`, else `pages`;
-  created when missing) before it is learned; False when the crawl's own
-  pipeline stores its pages in that table (the middleware then learns what
-  is stored by the next response).
+  created when missing) and learned from in one transaction (both or
+  neither: an error leaves the file as it was and is raised); False when
+  the crawl's own pipeline stores its pages in that table (the middleware
+  then learns what is stored by the next response).
 
 Stats: `avoid_dup_content/skipped`, `avoid_dup_content/explored`,
 `avoid_dup_content/learned`.
@@ -98,14 +99,23 @@ class AvoidDupContentMiddleware:
     def process_response(self, request, response, spider=None):
         if not request.meta.get(META_KEY) or not isinstance(response, TextResponse):
             return response
-        if self.store:
-            title = response.xpath("//title/text()").get()
-            crawled = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-            self.conn.execute(
-                f"INSERT INTO {quoted(self.table)} (url, title, content, crawled) "
-                "VALUES (?1, ?2, CASE WHEN is_html(?3) THEN html_text(?3) ELSE ?3 END, ?4)",
-                (response.url, title.strip() if title else None, response.text, crawled))
-        self.conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+        # (The page stored and learned in one transaction: both or neither,
+        # and one commit a response instead of two.)
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.store:
+                title = response.xpath("//title/text()").get()
+                crawled = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+                self.conn.execute(
+                    f"INSERT INTO {quoted(self.table)} (url, title, content, crawled) "
+                    "VALUES (?1, ?2, CASE WHEN is_html(?3) THEN html_text(?3) ELSE ?3 END, ?4)",
+                    (response.url, title.strip() if title else None, response.text, crawled))
+            self.conn.execute("SELECT dedup_learn_url_rules()").fetchone()
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
         if self.learned < self.initial:
             self.learned = self._learned()
         self._count("learned")

@@ -64,3 +64,29 @@ def test_settings_are_checked(tmp_path):
     assert out == ["AVOID_DUP_CONTENT_DATABASE must name the crawl's SQLite file, got ''",
                    "AVOID_DUP_CONTENT_THRESHOLD must be a number in [0, 1], got 2",
                    "AVOID_DUP_CONTENT_INITIAL_QUEUE_LIMIT must be an int >= 0, got -1"]
+
+
+def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
+    # (Learning fails on a bad value in the file's settings, after the page
+    # was inserted: the insert is taken back and the error raised; once the
+    # value is gone, the same response is stored and learned from.)
+    needs("scrapy")
+    code = ("import sys, sqlite3; sys.path.insert(0, sys.argv[1])\n"
+            "from scrapy.http import HtmlResponse, Request\n"
+            "from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M\n"
+            "m = M(sys.argv[2]); c = sqlite3.connect(sys.argv[2])\n"
+            "c.execute(\"CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)\")\n"
+            "c.execute(\"INSERT INTO dedup_settings VALUES ('threshold', 'high')\"); c.commit()\n"
+            "req = Request('http://127.0.0.1:1/a?sid=1', meta={'avoid_dup_content': True})\n"
+            "resp = HtmlResponse(req.url, body=b'<html><title>A</title><p>Some text.</p></html>', request=req)\n"
+            "def counts():\n"
+            "    seen = c.execute(\"SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_url_seen'\").fetchone()[0]\n"
+            "    return [c.execute('SELECT count(*) FROM pages').fetchone()[0],\n"
+            "            seen and c.execute('SELECT count(*) FROM dedup_url_seen').fetchone()[0]]\n"
+            "try:\n    m.process_response(req, resp)\nexcept Exception as e:\n    print(e)\n"
+            "print(counts())\n"
+            "c.execute('DELETE FROM dedup_settings'); c.commit()\n"
+            "m.process_response(req, resp); print(counts())\n")
+    out = subprocess.run([PYTHON, "-c", code, P.package(tmp_path), str(tmp_path / "crawl.db")], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == ["dedup: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
