@@ -24,6 +24,15 @@ def needs(module):
         pytest.skip(message)
 
 
+def printed(tmp_path, code, database):
+    """The lines `code` prints, run by the package's Python in a process of
+    its own, with sys.argv[1] the package's folder and sys.argv[2]
+    `database`."""
+    return subprocess.run([PYTHON, "-c", "import sys; sys.path.insert(0, sys.argv[1])\n" + code,
+                           P.package(tmp_path), str(database)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+
+
 def test_it_avoids_as_many_fetches_as_maybedont_with_no_more_false_skips(tmp_path):
     needs("scrapy")
     needs("maybedont")
@@ -54,13 +63,11 @@ def test_it_avoids_as_many_fetches_as_maybedont_with_no_more_false_skips(tmp_pat
 
 def test_settings_are_checked(tmp_path):
     needs("scrapy")
-    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M\n"
+    code = ("from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M\n"
             "for kw in ({'database': ''}, {'database': sys.argv[2], 'threshold': 2}, "
             "{'database': sys.argv[2], 'initial_queue_limit': -1}):\n"
             "    try:\n        M(**kw)\n    except ValueError as e:\n        print(e)\n")
-    out = subprocess.run([PYTHON, "-c", code, P.package(tmp_path), str(tmp_path / "x.db")], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+    out = printed(tmp_path, code, tmp_path / "x.db")
     assert out == ["AVOID_DUP_CONTENT_DATABASE must name the crawl's SQLite file, got ''",
                    "AVOID_DUP_CONTENT_THRESHOLD must be a number in [0, 1], got 2",
                    "AVOID_DUP_CONTENT_INITIAL_QUEUE_LIMIT must be an int >= 0, got -1"]
@@ -71,7 +78,7 @@ def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
     # was inserted: the insert is taken back and the error raised; once the
     # value is gone, the same response is stored and learned from.)
     needs("scrapy")
-    code = ("import sys, sqlite3; sys.path.insert(0, sys.argv[1])\n"
+    code = ("import sqlite3\n"
             "from scrapy.http import HtmlResponse, Request\n"
             "from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M\n"
             "m = M(sys.argv[2]); c = sqlite3.connect(sys.argv[2])\n"
@@ -87,6 +94,5 @@ def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
             "print(counts())\n"
             "c.execute('DELETE FROM dedup_settings'); c.commit()\n"
             "m.process_response(req, resp); print(counts())\n")
-    out = subprocess.run([PYTHON, "-c", code, P.package(tmp_path), str(tmp_path / "crawl.db")], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
+    out = printed(tmp_path, code, tmp_path / "crawl.db")
     assert out == ["dedup: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
