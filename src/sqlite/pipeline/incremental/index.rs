@@ -178,7 +178,9 @@ fn new_rows(
                                OR b.domain IS NOT p.domain OR b.content_hash IS NOT p.content_hash
                                OR b.length IS NOT p.length OR b.has_text IS NOT p.has_text
                                OR b.https IS NOT p.https OR {pending})
-                     THEN 0 ELSE {fp} END AS fp,
+                     THEN 0
+                     WHEN g.{rowid} IN (SELECT rid FROM temp._dedup_triggered) THEN 0
+                     ELSE {fp} END AS fp,
                 {pos_url} AS pos_url,
                 p.skip_reason, p.canonical_url, p.strict_url, p.domain, p.content_hash, p.datetime,
                 p.crawled, p.length, p.category, p.has_text, p.https,
@@ -260,9 +262,14 @@ fn update_order(
     lap("index: order's new rows", step);
     let archive =
         crate::sqlite::pipeline::tables::schema::archive_view_body(db, source, Some(run))?;
+    // (Numbered after the slots an earlier run's removal of the same rowid
+    // keeps at the same URL: each removal is a slot of its own.)
     let placeholders = format!(
         "INSERT OR IGNORE INTO main.dedup_index_order
-         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid, 1, NULL
+         SELECT coalesce(p.canonical_url, x.canonical_url), a.dedup_rowid,
+                1 + coalesce((SELECT max(o.placeholder) FROM main.dedup_index_order AS o
+                              WHERE o.url = coalesce(p.canonical_url, x.canonical_url) AND o.id = a.dedup_rowid), 0),
+                NULL
          FROM ({archive}) AS a
          LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
          LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
@@ -315,10 +322,16 @@ fn update_rows(db: &Connection, step: &mut std::time::Instant) -> Result<(), Ded
 fn write_order_whole(db: &Connection, step: &mut std::time::Instant) -> Result<(), DedupError> {
     // (The order written whole in its key's order: appended, its
     // pages filled, rather than the placeholders inserted between.)
+    // (A rowid removed in phases 4-5 by two runs has two slots, as in a
+    // full run's input: its placeholders are numbered 1, 2, ... within
+    // their (url, id).)
     db.execute_batch(&format!(
         "DELETE FROM main.dedup_index_order;
          INSERT OR IGNORE INTO main.dedup_index_order
-         SELECT url, id, placeholder, tlen FROM (
+         SELECT url, id,
+                CASE WHEN placeholder = 0 THEN 0
+                     ELSE row_number() OVER (PARTITION BY url, id, placeholder) END,
+                tlen FROM (
            SELECT i.url AS url, i.id AS id, 1 - i.own AS placeholder,
                   CASE WHEN i.own = 1 THEN n.tlen END AS tlen
            FROM temp._dedup_near_input AS i

@@ -13,11 +13,13 @@ pub const OWN: [(&str, &str); 14] = [
         "dedup_removed",
         "CREATE TABLE main.dedup_removed (dedup_rowid INTEGER, dedup_run INTEGER, dedup_phase INTEGER, dedup_reason TEXT, dedup_survivor INTEGER, dedup_ratio REAL)",
     ),
-    // A survivor's rewritten column: its old value, and the value the run
-    // left in it (restore gives the old one back only where it is still so).
+    // A survivor's rewritten column: its old value, the value the run left
+    // in it, and the survivor's identity as the run left it (restore gives
+    // the old value back only to the row that still has that identity:
+    // crate::sqlite::pipeline::tables::identity).
     (
         "dedup_rewritten",
-        "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written)",
+        "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written, identity BLOB)",
     ),
     // What explain says beyond dedup_removed: a phase-4 removal's final
     // survivor in its run and the ratio to it ('final'), why a kept page
@@ -36,7 +38,9 @@ pub const OWN: [(&str, &str); 14] = [
         "CREATE TABLE main.dedup_index (rid INTEGER PRIMARY KEY, fp INTEGER NOT NULL, pos_url TEXT, skip_reason TEXT, canonical_url TEXT, strict_url TEXT, domain TEXT, content_hash TEXT, datetime TEXT, crawled TEXT, length INTEGER, category TEXT, has_text INTEGER, https INTEGER, tlen INTEGER, hist BLOB, bands BLOB, url_key INTEGER, hash_key INTEGER)",
     ),
     // Phase 4's scan order: the kept rows (with their texts' lengths, as
-    // in dedup_index: the pass reads them in order) and the placeholders.
+    // in dedup_index: the pass reads them in order) and the placeholders
+    // (`placeholder` 0 for a kept row; 1, 2, ... for each archived removal
+    // of that rowid at that URL: each keeps a slot, as in a full run).
     (
         "dedup_index_order",
         "CREATE TABLE main.dedup_index_order (url TEXT NOT NULL, id INTEGER NOT NULL, placeholder INTEGER NOT NULL, tlen INTEGER, PRIMARY KEY (url, id, placeholder)) WITHOUT ROWID",
