@@ -57,6 +57,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_progress",
             "dedup_require",
             "dedup_restore",
+            "dedup_row_digest",
             "dedup_rows_arrow",
             "dedup_run",
             "dedup_similar",

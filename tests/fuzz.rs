@@ -232,6 +232,7 @@ const FUNCTIONS: &[(&str, usize, usize)] = &[
     ("simhash", 1, 3),
     ("hamming_distance", 2, 2),
     ("dedup_invalid_text", 3, 3),
+    ("dedup_row_digest", 0, 4),
     ("strip_segments", 2, 2),
     ("dupe_probability", 1, 1),
     ("url_rule_params", 1, 2),

@@ -57,6 +57,7 @@ fn read_settings(
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index_functions::register(db)?;
+    super::tables::identity::register(db)?;
     index_bands::register(db)?;
     kept_apart::register(db)?;
     similar::register(db)?;

@@ -321,9 +321,12 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
 }
 
 /// Keeps in `dedup_rewritten.written` what each rewritten column holds
-/// after the rewrite (restore gives the old value back only where it still
-/// does), and refuses a rewrite a trigger cancelled or undid: its row would
-/// be recorded as rewritten while the table holds the old value.
+/// after the rewrite, and in `identity` the survivor's identity then (its
+/// user's triggers' writes included: restore gives the old value back only
+/// to the row that still has it,
+/// [`crate::sqlite::pipeline::tables::identity`]), and refuses a rewrite a
+/// trigger cancelled or undid: its row would be recorded as rewritten
+/// while the table holds the old value.
 fn record_written(
     db: &Connection,
     source: &Source,
@@ -334,15 +337,32 @@ fn record_written(
     for (c, _, _) in rewrites {
         now += &format!(" WHEN {} THEN g.{}", quote_literal(c), quote_ident(c));
     }
+    // (Each survivor's identity once, whatever the number of its columns.)
+    db.execute_batch(
+        "DROP TABLE IF EXISTS temp._dedup_identities;
+         CREATE TEMP TABLE _dedup_identities (rid INTEGER PRIMARY KEY, identity BLOB);",
+    )?;
     db.execute(
         &format!(
-            "UPDATE main.dedup_rewritten AS w SET written = CASE w.name{now} END
-             FROM {table} AS g WHERE w.dedup_run = ?1 AND g.{rowid} = w.dedup_rowid",
+            "INSERT INTO temp._dedup_identities SELECT g.{rowid}, {identity} FROM {table} AS g
+             WHERE g.{rowid} IN (SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = ?1)",
             table = source.qualified(),
-            rowid = source.rowid
+            rowid = source.rowid,
+            identity = crate::sqlite::pipeline::tables::identity::identity_of(source, "g"),
         ),
         [run],
     )?;
+    db.execute(
+        &format!(
+            "UPDATE main.dedup_rewritten AS w SET written = CASE w.name{now} END,
+               identity = (SELECT i.identity FROM temp._dedup_identities AS i WHERE i.rid = w.dedup_rowid)
+             FROM {table} AS g WHERE w.dedup_run = ?1 AND g.{rowid} = w.dedup_rowid",
+            table = source.qualified(),
+            rowid = source.rowid,
+        ),
+        [run],
+    )?;
+    db.execute_batch("DROP TABLE temp._dedup_identities;")?;
     let cancelled: Option<(i64, i64, String)> = db
         .query_row(
             &format!(

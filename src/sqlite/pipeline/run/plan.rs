@@ -16,10 +16,12 @@ use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
 use crate::sqlite::pipeline::trace::{lap, Trace};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 63] = [
+pub const TEMP_OBJECTS: [(&str, &str); 65] = [
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
+    ("TABLE", "_dedup_restore_ids"),
+    ("TABLE", "_dedup_identities"),
     ("VIEW", "_dedup_index_apart"),
     ("TABLE", "_dedup_apart_all"),
     ("TRIGGER", "_dedup_seen_insert"),

@@ -65,7 +65,11 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         match schema::object_type(db, name)?.as_deref() {
             Some("table") => {}
             None if name == "dedup_rewritten" => {
-                db.execute_batch("CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written)")?;
+                let create = crate::sqlite::pipeline::tables::own_schema::OWN
+                    .iter()
+                    .find(|(n, _)| *n == "dedup_rewritten")
+                    .map_or("", |(_, c)| c);
+                db.execute_batch(create)?;
             }
             other => {
                 return fail(format!(
@@ -118,7 +122,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         .query_map([run], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     let mut step = std::time::Instant::now();
-    let (left, first_left) = locate_survivors(db, &source, run, &names)?;
+    let left = locate_survivors(db, &source, run, &names)?;
     crate::sqlite::pipeline::trace::lap("restore: locate survivors", &mut step);
     for name in &names {
         let Some(col) = source
@@ -331,11 +335,18 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             listed.join(", ")
         ));
     }
-    if left > 0 {
+    if let Some(first) = left.first() {
         out.push_str(&format!(
-            "\n  {left} survivor(s) no longer hold what run {run} wrote (the first: rowid {}; a later write, a VACUUM, or a new page on a freed rowid), and no row does: left as they are, their old values kept in dedup_rewritten under run -{run}",
-            first_left.unwrap_or_default()
+            "\n  {} survivor(s) no longer hold what run {run} wrote (the first: rowid {}), and no row does: left as they are, their old values kept in dedup_rewritten under run -{run}:",
+            left.len(),
+            first.rowid
         ));
+        for l in left.iter().take(MOVED_LISTED) {
+            out.push_str(&format!("\n    rowid {}: {}", l.rowid, l.why));
+        }
+        if left.len() > MOVED_LISTED {
+            out.push_str(&format!("\n    and {} more", left.len() - MOVED_LISTED));
+        }
     }
     for n in notes {
         out.push_str(&format!("\n  {}", truncate(&n, 300)));
@@ -346,21 +357,30 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     Ok(out)
 }
 
-/// `temp._dedup_restore_to(src, dst)`: each survivor of `run` whose
-/// rewritten columns are still what the run wrote, on the row that holds
-/// them: its own rowid (`src`) when that row still does, else the one row
-/// whose columns do (a `VACUUM` renumbered it; found by its URL). A
-/// survivor that no row holds so is left out. Returns how many were left
-/// out and the first of them. (A run recorded before `written` was kept
-/// restores by rowid, as it did.)
+/// A survivor restore leaves as it is, and why.
+struct Left {
+    rowid: i64,
+    why: String,
+}
+
+/// `temp._dedup_restore_to(src, dst)`: each survivor of `run` on the row
+/// it still is: the row with its rowid (`src`) when that row holds every
+/// value the run wrote and the survivor's identity as the run left it
+/// ([`crate::sqlite::pipeline::tables::identity`]); else, when a `VACUUM`
+/// renumbered the rows, the one row that has that identity. Never the row
+/// that merely holds the URL the run wrote: a page crawled since at that
+/// URL is another page. The survivors left out, each with why. (A run
+/// recorded before `identity` was kept restores by rowid and the values
+/// written; one recorded before `written`, by rowid.)
 fn locate_survivors(
     db: &Connection,
     source: &Source,
     run: i64,
     names: &[String],
-) -> Result<(i64, Option<i64>), DedupError> {
+) -> Result<Vec<Left>, DedupError> {
     let t = source.qualified();
     let rowid = source.rowid;
+    let identity = crate::sqlite::pipeline::tables::identity::identity_of(source, "g");
     let mut now = String::new();
     for name in names {
         if let Some(col) = source
@@ -380,61 +400,86 @@ fn locate_survivors(
     } else {
         format!("(w.written IS NULL OR CASE w.name{now} END IS w.written)")
     };
+    // Per survivor: whether the row with its rowid exists and holds every
+    // value the run wrote, and its identity.
     db.execute_batch(
         "DROP TABLE IF EXISTS temp._dedup_restore_to;
-         CREATE TEMP TABLE _dedup_restore_to (src INTEGER PRIMARY KEY, dst INTEGER UNIQUE);",
+         CREATE TEMP TABLE _dedup_restore_to (src INTEGER PRIMARY KEY, dst INTEGER UNIQUE);
+         DROP TABLE IF EXISTS temp._dedup_restore_ids;
+         CREATE TEMP TABLE _dedup_restore_ids (src INTEGER PRIMARY KEY, there INTEGER, holds INTEGER,
+                                               identity BLOB, candidates INTEGER, dst INTEGER);",
     )?;
     db.execute(
         &format!(
-            "INSERT INTO temp._dedup_restore_to
-             SELECT w.dedup_rowid, w.dedup_rowid FROM main.dedup_rewritten AS w
+            "INSERT INTO temp._dedup_restore_ids (src, there, holds, identity)
+             SELECT w.dedup_rowid, g.{rowid} IS NOT NULL,
+                    min(CASE WHEN w.written IS NULL THEN 1 WHEN g.{rowid} IS NULL THEN 0 ELSE {holds} END),
+                    max(w.identity)
+             FROM main.dedup_rewritten AS w
              LEFT JOIN {t} AS g ON g.{rowid} = w.dedup_rowid
              WHERE w.dedup_run = ?1 AND typeof(w.dedup_rowid) = 'integer'
-             GROUP BY w.dedup_rowid
-             HAVING min(CASE WHEN w.written IS NULL THEN 1 WHEN g.{rowid} IS NULL THEN 0 ELSE {holds} END) = 1"
+             GROUP BY w.dedup_rowid"
         ),
         [run],
     )?;
-    // The rest by the URL the run wrote: the one row that holds it and
-    // every other value the run wrote.
-    let url = names.iter().find(|n| {
-        source
-            .column("url")
-            .is_some_and(|u| u.eq_ignore_ascii_case(n))
-    });
-    if let (Some(url), false) = (url, now.is_empty()) {
-        let col = quote_ident(&source.column("url").unwrap_or_default());
-        db.execute(
-            &format!(
-                "INSERT OR IGNORE INTO temp._dedup_restore_to
-                 SELECT w.dedup_rowid, min(g.{rowid}) FROM main.dedup_rewritten AS w
-                 JOIN {t} AS g ON g.{col} = w.written
-                 WHERE w.dedup_run = ?1 AND w.name = ?2 AND typeof(w.dedup_rowid) = 'integer'
-                   AND w.dedup_rowid NOT IN (SELECT src FROM temp._dedup_restore_to)
-                   AND g.{rowid} NOT IN (SELECT dst FROM temp._dedup_restore_to)
-                 GROUP BY w.dedup_rowid HAVING count(DISTINCT g.{rowid}) = 1"
-            ),
-            params![run, url],
-        )?;
-        // (Found so only when every value the run wrote is on that row.)
-        db.execute(
-            &format!(
-                "DELETE FROM temp._dedup_restore_to WHERE src <> dst AND src IN (
-                   SELECT m.src FROM temp._dedup_restore_to AS m
-                   JOIN main.dedup_rewritten AS w ON w.dedup_run = ?1 AND w.dedup_rowid = m.src
-                   JOIN {t} AS g ON g.{rowid} = m.dst
-                   WHERE NOT {holds})"
-            ),
-            [run],
-        )?;
-    }
-    let (left, first): (i64, Option<i64>) = db.query_row(
-        "SELECT count(DISTINCT dedup_rowid), min(dedup_rowid) FROM main.dedup_rewritten
-         WHERE dedup_run = ?1 AND dedup_rowid NOT IN (SELECT src FROM temp._dedup_restore_to)",
-        [run],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+    db.execute_batch(&format!(
+        "INSERT INTO temp._dedup_restore_to
+         SELECT s.src, s.src FROM temp._dedup_restore_ids AS s
+         LEFT JOIN {t} AS g ON g.{rowid} = s.src
+         WHERE s.holds = 1 AND (s.identity IS NULL OR {identity} IS s.identity)"
+    ))?;
+    // The rest by their identity, where one row has it (its values hashed
+    // only when some survivor is not found on its rowid: after a VACUUM,
+    // every row's).
+    let missing: bool = db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM temp._dedup_restore_ids
+                        WHERE identity IS NOT NULL AND src NOT IN (SELECT src FROM temp._dedup_restore_to))",
+        [],
+        |r| r.get(0),
     )?;
-    Ok((left, first))
+    if missing {
+        db.execute_batch(&format!(
+            "UPDATE temp._dedup_restore_ids AS u SET candidates = c.n, dst = c.rid
+             FROM (SELECT {identity} AS identity, count(*) AS n, min(g.{rowid}) AS rid FROM {t} AS g
+                   WHERE g.{rowid} NOT IN (SELECT dst FROM temp._dedup_restore_to)
+                   GROUP BY 1) AS c
+             WHERE c.identity = u.identity AND u.src NOT IN (SELECT src FROM temp._dedup_restore_to);
+             -- (Two survivors left with one identity: neither is sure.)
+             UPDATE temp._dedup_restore_ids SET candidates = candidates + 1
+             WHERE identity IN (SELECT identity FROM temp._dedup_restore_ids
+                                WHERE src NOT IN (SELECT src FROM temp._dedup_restore_to)
+                                GROUP BY identity HAVING count(*) > 1)
+               AND src NOT IN (SELECT src FROM temp._dedup_restore_to);
+             INSERT OR IGNORE INTO temp._dedup_restore_to
+             SELECT src, dst FROM temp._dedup_restore_ids
+             WHERE candidates = 1 AND src NOT IN (SELECT src FROM temp._dedup_restore_to);"
+        ))?;
+    }
+    let left = db
+        .prepare(
+            "SELECT src, there, holds, identity IS NOT NULL, coalesce(candidates, 0)
+             FROM temp._dedup_restore_ids
+             WHERE src NOT IN (SELECT src FROM temp._dedup_restore_to) ORDER BY src",
+        )?
+        .query_map([], |r| {
+            let (rowid, there, holds, known, candidates): (i64, bool, bool, bool, i64) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+            let why = if candidates > 1 {
+                format!("{candidates} rows have what the run left in it (copies of it)")
+            } else if !there {
+                "no row has its rowid (deleted), and no other row what the run left in it".into()
+            } else if !holds {
+                "the row with its rowid holds other values than the run wrote (a later write, or another page after a VACUUM)".into()
+            } else if known {
+                "the row with its rowid holds the values the run wrote but not the rest of the page it left (a re-crawl, or a new page on its freed rowid)".into()
+            } else {
+                "the row with its rowid holds other values than the run wrote".into()
+            };
+            Ok(Left { rowid, why })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    db.execute_batch("DROP TABLE temp._dedup_restore_ids;")?;
+    Ok(left)
 }
 
 /// One archived value for an error: quoted and cut short, or its type.

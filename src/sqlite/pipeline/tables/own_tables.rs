@@ -119,7 +119,10 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
         }
         // Version 0.1's wide form, converted by `upgrade_rewritten`.
         "dedup_rewritten" => {
-            got == want || got == normalized(REWRITTEN_V2) || got.contains("parsed_was_null")
+            got == want
+                || got == normalized(REWRITTEN_V3)
+                || got == normalized(REWRITTEN_V2)
+                || got.contains("parsed_was_null")
         }
         _ => got == want,
     }
@@ -267,9 +270,14 @@ pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
 const REWRITTEN_V2: &str =
     "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value)";
 
+/// `dedup_rewritten` before it kept each survivor's identity (`identity`).
+const REWRITTEN_V3: &str =
+    "CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written)";
+
 /// Version 0.1 kept one wide row per survivor in `dedup_rewritten`; this
-/// version keeps one row per rewritten column, with the value written.
-/// Converts the old forms (a run recorded before `written` has it NULL).
+/// version keeps one row per rewritten column, with the value written and
+/// the survivor's identity. Converts the old forms (a run recorded before
+/// `written` or `identity` has it NULL).
 pub fn upgrade_rewritten(db: &Connection) -> Result<(), DedupError> {
     let cols = schema::columns(db, "dedup_rewritten")?;
     if cols.is_empty() {
@@ -279,11 +287,14 @@ pub fn upgrade_rewritten(db: &Connection) -> Result<(), DedupError> {
         if !cols.iter().any(|c| c.name == "written") {
             db.execute_batch("ALTER TABLE main.dedup_rewritten ADD COLUMN written")?;
         }
+        if !cols.iter().any(|c| c.name == "identity") {
+            db.execute_batch("ALTER TABLE main.dedup_rewritten ADD COLUMN identity BLOB")?;
+        }
         return Ok(());
     }
     db.execute_batch(
         "ALTER TABLE main.dedup_rewritten RENAME TO _dedup_rewritten_v1;
-         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written);
+         CREATE TABLE main.dedup_rewritten (dedup_run INTEGER, dedup_rowid INTEGER, name TEXT, value, written, identity BLOB);
          INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
            SELECT dedup_run, dedup_rowid, 'url', url FROM main._dedup_rewritten_v1
            UNION ALL SELECT dedup_run, dedup_rowid, 'domain', domain FROM main._dedup_rewritten_v1
