@@ -271,3 +271,55 @@ def test_the_index_is_not_used_where_it_would_answer_otherwise(tmp_path):
     with sqlite3.connect(new) as c:
         assert c.execute("SELECT count(*) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0] > 0
     assert "through its index" not in run(new, against=old)
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "byte copy", "vacuumed copy", "copy of a part"])
+@pytest.mark.parametrize("indexed", [False, True], ids=["copied", "indexed"])
+def test_the_tables_own_database_is_refused_by_any_path_or_copy(tmp_path, how, indexed):
+    """Issue 76: a hard link to the run's own file removed every page (20 of
+    20, success reported). The same file by any path, and a copy of it
+    (byte for byte, after a VACUUM, or of which this table holds a part), are
+    refused before anything changes, whether that database keeps an index
+    (planned there) or not (copied)."""
+    db = str(tmp_path / "crawl.db")
+    shutil.copy(P.DEMO, db)
+    if indexed:
+        run(db)  # (a run keeps an index: against plans through it)
+    other = str(tmp_path / "other.db")
+    if how == "same path":
+        other = db
+    elif how == "symlink":
+        os.symlink(db, other)
+    elif how == "hard link":
+        os.link(db, other)
+    else:
+        shutil.copy(db, other)
+        if how == "vacuumed copy":
+            with sqlite3.connect(other) as c:
+                c.execute("CREATE TABLE padding (x)")
+            sqlite3.connect(other).execute("VACUUM")
+        elif how == "copy of a part":
+            with sqlite3.connect(db) as c:
+                c.execute("DELETE FROM pages WHERE rowid % 3 = 0")
+    before = unchanged(db)
+    conn = P.connect(db)
+    message = ("must be another database than the one the run deduplicates" if how in ("same path", "symlink", "hard link")
+               else "is this database by content")
+    with pytest.raises(sqlite3.OperationalError, match=message) as e:
+        conn.execute("SELECT dedup_run(?)", (json.dumps({"against": other}),)).fetchone()
+    assert "othing was changed" in str(e.value)
+    conn.close()
+    assert unchanged(db) == before
+
+
+def test_another_crawl_of_the_same_site_is_not_taken_for_a_copy(tmp_path):
+    """The copy check looks at rowids, URLs and texts together: last month's
+    crawl that shares most pages with this one (the same rows but one text)
+    is compared as usual."""
+    db, other = str(tmp_path / "crawl.db"), str(tmp_path / "old.db")
+    shutil.copy(P.DEMO, db)
+    shutil.copy(P.DEMO, other)
+    with sqlite3.connect(other) as c:
+        c.execute("UPDATE pages SET parsed = parsed || ' (last month)' WHERE rowid = (SELECT max(rowid) FROM pages)")
+    report = run(db, against=other)
+    assert "against old.db" in report, report

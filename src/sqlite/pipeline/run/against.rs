@@ -87,6 +87,7 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
     let theirs = open(&path, &name, s.busy_timeout)?;
     let their = Source::inspect_mapped(&theirs, &s.table, &s.columns)
         .map_err(|e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))))?;
+    refuse_a_copy(db, source, &theirs, &their, &name)?;
     let rows = copy(db, source, &theirs, &their, &name, s)?;
     db.execute(
         "INSERT INTO temp._dedup_against_of VALUES (?1, ?2, 0)",
@@ -194,20 +195,144 @@ pub(crate) fn resolve(db: &Connection, s: &Settings) -> Result<(String, String),
         [],
         |r| r.get(0),
     )?;
-    let same = |a: &str, b: &str| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if !main.is_empty() && same(&main, &path) {
+    if !main.is_empty() && same_file(&main, &path) {
         return fail(format!(
-            "dedup: against must be another database than the one the run deduplicates, got {}",
-            excerpt(&s.against)
+            "dedup: against must be another database than the one the run deduplicates, got {} (the same file{}); nothing was changed",
+            excerpt(&s.against),
+            if Path::new(&main) == Path::new(&path) { "" } else { " by another path: a link to it" }
         ));
     }
     let name = Path::new(&path)
         .file_name()
         .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
     Ok((path, name))
+}
+
+/// Whether two paths name one file: the same device and inode (a hard
+/// link, a symbolic link, another spelling of the path), or where those
+/// cannot be read, the same canonical path.
+fn same_file(a: &str, b: &str) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return (x.dev(), x.ino()) == (y.dev(), y.ino());
+        }
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Refuses the other database when it is this one by content (every page
+/// here would be removed as a copy of itself): a copy that holds the same
+/// runs in `dedup_runs` (a `VACUUM` renumbers rowids but keeps those), or
+/// whose table holds every row of this table under the same rowid with the
+/// same URL and texts. The rows are sampled first (64 spread over the
+/// rowids, each looked up there): another database differs at once; only a
+/// copy is read whole.
+pub(crate) fn refuse_a_copy(
+    db: &Connection,
+    source: &Source,
+    theirs: &Connection,
+    their: &Source,
+    name: &str,
+) -> Result<(), DedupError> {
+    let runs = |c: &Connection| -> Result<Vec<(i64, Value, Value)>, DedupError> {
+        if crate::sqlite::pipeline::tables::schema::object_type(c, "dedup_runs")?.as_deref()
+            != Some("table")
+        {
+            return Ok(Vec::new());
+        }
+        let mut stmt =
+            c.prepare("SELECT run, finished, settings FROM main.dedup_runs ORDER BY run")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    };
+    let mine = runs(db)?;
+    if !mine.is_empty() && mine == runs(theirs)? {
+        return fail(format!(
+            "dedup: against {name} is this database by content (a copy: its dedup_runs holds the same {} run(s) as this one's), got {name}; every page here would be removed as a copy of itself. Nothing was changed",
+            mine.len()
+        ));
+    }
+    let cols = |s: &Source| -> String {
+        ["url", "content", "parsed"]
+            .iter()
+            .map(|c| {
+                s.column(c).map_or("NULL".to_string(), |real| {
+                    crate::sqlite::pipeline::tables::schema::quote_ident(&real)
+                })
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let here = format!(
+        "SELECT {rowid}, {cols} FROM {t}",
+        rowid = source.rowid,
+        cols = cols(source),
+        t = source.qualified()
+    );
+    let mut there = theirs
+        .prepare(&format!(
+            "SELECT {cols} FROM {t} WHERE {rowid} = ?1",
+            rowid = their.rowid,
+            cols = cols(their),
+            t = their.qualified()
+        ))
+        .map_err(DedupError::from)?;
+    let mut same = |row: &rusqlite::Row<'_>| -> Result<bool, DedupError> {
+        let rowid: i64 = row.get(0)?;
+        let mine: Vec<Value> = (1..=3).map(|i| row.get(i)).collect::<Result<_, _>>()?;
+        let theirs: Option<Vec<Value>> = there
+            .query_row([rowid], |r| (0..3).map(|i| r.get(i)).collect())
+            .optional()?;
+        Ok(theirs.as_ref() == Some(&mine))
+    };
+    let (n, low, high): (i64, Option<i64>, Option<i64>) = db.query_row(
+        &format!(
+            "SELECT count(*), min({r}), max({r}) FROM {t}",
+            r = source.rowid,
+            t = source.qualified()
+        ),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let (Some(low), Some(high)) = (low, high) else {
+        return Ok(());
+    };
+    let mut seek = db.prepare(&format!(
+        "{here} WHERE {r} >= ?1 ORDER BY {r} LIMIT 1",
+        r = source.rowid
+    ))?;
+    const SAMPLES: i128 = 64;
+    for i in 0..SAMPLES {
+        let at = low as i128 + (high as i128 - low as i128) * i / (SAMPLES - 1);
+        let mut rows = seek.query([at as i64])?;
+        if let Some(row) = rows.next()? {
+            if !same(row)? {
+                return Ok(());
+            }
+        }
+    }
+    let mut all = db.prepare(&here)?;
+    let mut rows = all.query([])?;
+    let mut matched = 0i64;
+    while let Some(row) = rows.next()? {
+        if !same(row)? {
+            return Ok(());
+        }
+        matched += 1;
+    }
+    if matched == n {
+        return fail(format!(
+            "dedup: against {name} is this database by content (a copy: its table holds every row of this one, under the same rowids with the same URLs and texts), got {name}; every page here would be removed as a copy of itself. Nothing was changed"
+        ));
+    }
+    Ok(())
 }
 
 /// A read-only connection to the other file: no function but SQLite's own,

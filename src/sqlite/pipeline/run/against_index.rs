@@ -78,6 +78,8 @@ pub fn plan_there(
             super::against::without_prefix(&e)
         ))
     })?;
+    let here = Source::inspect_mapped(db, &s.table, &s.columns)?;
+    super::against::refuse_a_copy(db, &here, &theirs, &their, &name)?;
     // (One transaction there, as a run's here: the plan's temp writes are
     // not each a transaction of their own, and it reads one state.)
     theirs.execute_batch("BEGIN")?;
