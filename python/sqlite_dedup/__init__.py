@@ -26,18 +26,21 @@ from . import _fix_urls  # noqa: E402
 
 
 def fix_urls(conn, table="pages", column="url", timeout=2.0, workers=8, refresh=False, resolver=None,
-             context=None):
+             context=None, allow_private=False, max_hosts=1000, deadline=300.0):
     """Probes, per host of the table's URLs, whether https answers (hosts
     with http URLs) and whether the bare host serves what its `www.` name
-    does, `workers` requests at a time, each within `timeout` seconds; keeps
-    the answers in dedup_url_fixes, which a run with `fix_urls=True` then
-    uses (http -> https, `www.` dropped, where they say so). Hosts probed
-    before are skipped unless `refresh`. `resolver(host, port) -> (address,
-    port)` replaces DNS, `context` (an ssl.SSLContext) verifies https.
-    Returns {probed, https, drop_www, skipped}. Loads the extension first
-    when the connection has not (`load`)."""
+    does, `workers` requests at a time, each within `timeout` seconds, all
+    within `deadline`, at most `max_hosts` hosts; keeps the answers in
+    dedup_url_fixes, which a run with `fix_urls=True` then uses (http ->
+    https, `www.` dropped, where they say so). Hosts probed before are
+    skipped unless `refresh`; a host whose name resolves to an address that
+    is not public is not probed unless `allow_private`. `resolver(host,
+    port) -> (address, port)` replaces DNS, `context` (an ssl.SSLContext)
+    verifies https. Returns {probed, https, drop_www, skipped, left, notes}.
+    Loads the extension first when the connection has not (`load`)."""
     _loaded(conn, "fix_urls")
-    return _fix_urls.fix_urls(conn, table, column, timeout, workers, refresh, resolver, context)
+    return _fix_urls.fix_urls(conn, table, column, timeout, workers, refresh, resolver, context, allow_private,
+                              max_hosts, deadline)
 
 
 

@@ -30,6 +30,10 @@ def print_probed(found):
     print(f"fix_urls: probed {found['probed']} host(s): {found['https']} answer https, {found['drop_www']} serve "
           f"the same without www.; {found['skipped']} probed before or with nothing to probe "
           "(answers in dedup_url_fixes)")
+    if found.get("left"):
+        print(f"  {found['left']} host(s) not answered, asked again next time:")
+        for note in found["notes"]:
+            print(f"    {note}")
 
 
 def connect(path):
@@ -244,6 +248,11 @@ def main(argv=None):
     fix.add_argument("--connect-to", action="append", default=[], metavar="HOST:PORT:HOST2:PORT2",
                      help="connect to HOST2:PORT2 for requests to HOST:PORT, as curl's option (repeatable)")
     fix.add_argument("--cafile", help="a PEM file of the certificates that verify https (default: the system's)")
+    fix.add_argument("--allow-private", action="store_true",
+                     help="also probe hosts whose names resolve to loopback, private or reserved addresses")
+    fix.add_argument("--max-hosts", type=int, default=1000, help="hosts probed at most (1000); the rest next time")
+    fix.add_argument("--deadline", type=float, default=300.0,
+                     help="seconds the whole probe may take (300); hosts left then are probed next time")
     sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
     problem = database_problem(args.db)
@@ -345,9 +354,15 @@ def main(argv=None):
             if args.cafile:
                 import ssl
                 context = ssl.create_default_context(cafile=args.cafile)
-            print_probed(sqlite_dedup.fix_urls(conn, table=args.table, timeout=args.timeout,
-                                               workers=args.workers, refresh=args.refresh,
-                                               resolver=resolver, context=context))
+            try:
+                print_probed(sqlite_dedup.fix_urls(conn, table=args.table, timeout=args.timeout,
+                                                   workers=args.workers, refresh=args.refresh,
+                                                   resolver=resolver, context=context,
+                                                   allow_private=args.allow_private, max_hosts=args.max_hosts,
+                                                   deadline=args.deadline))
+            except ValueError as e:
+                print(f"sqlite-dedup: {e}", file=sys.stderr)
+                return 1
         elif args.command == "similar":
             try:
                 if args.file == "-":

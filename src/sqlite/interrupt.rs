@@ -5,6 +5,7 @@
 //! statement now and then: a statement started while the connection is
 //! interrupted fails with `SQLITE_INTERRUPT`.
 
+use std::cell::RefCell;
 use std::ffi::CStr;
 use std::time::{Duration, Instant};
 
@@ -37,10 +38,15 @@ impl InterruptPoll {
         }
     }
 
-    /// True once the connection has been interrupted (asked at most once a
-    /// millisecond; the statement is prepared on the first ask).
+    /// True once the connection has been interrupted, or the caller's
+    /// connection this thread's work is linked to ([`Link`]) has (asked at
+    /// most once a millisecond; the statement is prepared on the first ask).
     pub fn interrupted(&mut self) -> bool {
         if self.interrupted {
+            return true;
+        }
+        if Link::interrupted(self.db) {
+            self.interrupted = true;
             return true;
         }
         if self.last.elapsed() < EVERY {
@@ -80,6 +86,67 @@ impl Drop for InterruptPoll {
                 ffi::sqlite3_finalize(self.stmt);
             }
         }
+    }
+}
+
+thread_local! {
+    /// The caller's connection whose interrupt this thread's work on another
+    /// connection also obeys (see [`Link`]).
+    static LINKED: RefCell<Option<InterruptPoll>> = const { RefCell::new(None) };
+}
+
+/// While it lives, an interrupt of the caller's connection also reaches the
+/// work this thread does on another connection the run opened (the
+/// database `against` names): every [`InterruptPoll`] of this thread asks
+/// the caller's connection too, and a progress handler on the other
+/// connection ([`Link::forward_to`]) ends its statements. `sqlite3_interrupt`
+/// reaches only the connection it names; a second connection needs this.
+pub struct Link {
+    previous: Option<InterruptPoll>,
+}
+
+impl Link {
+    /// Links this thread's work to the caller's connection `db`.
+    ///
+    /// # Safety
+    /// `db` is a valid connection handle, used on this thread, that
+    /// outlives the link.
+    pub unsafe fn new(db: *mut ffi::sqlite3) -> Self {
+        let previous = LINKED.with(|l| l.borrow_mut().replace(InterruptPoll::new(db)));
+        Link { previous }
+    }
+
+    /// Whether the linked caller's connection (other than `own`) has been
+    /// interrupted; false without a link.
+    fn interrupted(own: *mut ffi::sqlite3) -> bool {
+        LINKED.with(|l| match l.try_borrow_mut() {
+            Ok(mut poll) => poll
+                .as_mut()
+                .is_some_and(|p| p.db != own && p.interrupted()),
+            Err(_) => false,
+        })
+    }
+
+    /// Ends the statements of `other` (a connection of this thread) once the
+    /// linked caller's connection is interrupted: a progress handler every
+    /// `ops` virtual machine steps.
+    pub fn forward_to(other: &rusqlite::Connection, ops: i32) {
+        extern "C" fn forward(own: *mut std::ffi::c_void) -> std::ffi::c_int {
+            std::ffi::c_int::from(Link::interrupted(own.cast()))
+        }
+        // Safety: the handle is `other`'s, valid while it lives; the handler
+        // goes with the connection.
+        unsafe {
+            let handle = other.handle();
+            ffi::sqlite3_progress_handler(handle, ops, Some(forward), handle.cast());
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        LINKED.with(|l| *l.borrow_mut() = previous);
     }
 }
 

@@ -7,11 +7,14 @@ address. The expected answers and survivors are worked out by hand from the
 sites below."""
 import http.server
 import os
+import signal
 import socket
+import sqlite3
 import ssl
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -132,7 +135,7 @@ def test_each_host_is_probed_once_and_its_answers_kept(tmp_path, servers, sqlite
     resolver, context, _, _ = servers
     conn = crawl(str(tmp_path / "c.db"))
     found = sqlite_dedup.fix_urls(conn, timeout=1.0, workers=4, resolver=resolver, context=context)
-    assert found == {"probed": 7, "https": 4, "drop_www": 2, "skipped": 0}, found
+    assert found == {"probed": 7, "https": 4, "drop_www": 2, "skipped": 0, "left": 0, "notes": []}, found
     rows = {h: (https, www) for h, https, www in conn.execute("SELECT host, https, drop_www FROM dedup_url_fixes")}
     assert rows == EXPECTED
     notes = dict(conn.execute("SELECT host, note FROM dedup_url_fixes"))
@@ -201,3 +204,178 @@ def test_the_command_probes_through_connect_to_and_runs(tmp_path, servers):
     out = subprocess.run(cli + ["run", db, "--fix-urls"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "fix_urls: probed 0 host(s)" in out.stdout and "phase 2 (same canonical URL): 1 removed" in out.stdout
+
+
+def drip_server(interval=0.5):
+    """A server on 127.0.0.1 that accepts and answers one byte every
+    `interval` seconds, for ever; (port, stop)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stopped = threading.Event()
+
+    def serve(conn):
+        try:
+            while not stopped.is_set():
+                conn.sendall(b"H")
+                time.sleep(interval)
+        except OSError:
+            pass
+
+    def accept():
+        while not stopped.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener.getsockname()[1], lambda: (stopped.set(), listener.close())
+
+
+def one_page(path, url):
+    conn = P.connect(path)
+    conn.execute("CREATE TABLE pages (url TEXT, content TEXT)")
+    conn.execute("INSERT INTO pages VALUES (?, 'a page')", (url,))
+    return conn
+
+
+def test_a_host_that_answers_a_byte_at_a_time_is_cut_at_the_timeout(tmp_path, sqlite_dedup):
+    """Issue 76: `timeout` bounded each socket read, so a host that answers
+    one byte every 0.5 s was still being probed after 25 s with timeout=1.
+    It now bounds the whole request."""
+    port, stop = drip_server()
+    try:
+        conn = one_page(str(tmp_path / "c.db"), "http://drip.test/a")
+        start = time.monotonic()
+        found = sqlite_dedup.fix_urls(conn, timeout=1.0, resolver=lambda h, p: ("127.0.0.1", port))
+        took = time.monotonic() - start
+    finally:
+        stop()
+    assert found["probed"] == 1 and found["https"] == 0, found
+    assert "timed out" in conn.execute("SELECT note FROM dedup_url_fixes").fetchone()[0]
+    assert took < 10, took  # (a hang check: one request of 1 s; before, no end)
+
+
+def test_the_whole_probe_ends_at_its_deadline_and_writes_what_answered(tmp_path, sqlite_dedup):
+    port, stop = drip_server()
+    try:
+        conn = one_page(str(tmp_path / "c.db"), "http://drip.test/a")
+        conn.execute("INSERT INTO pages VALUES ('http://drip2.test/b', 'another')")
+        start = time.monotonic()
+        found = sqlite_dedup.fix_urls(conn, timeout=60.0, deadline=1.0, resolver=lambda h, p: ("127.0.0.1", port))
+        took = time.monotonic() - start
+    finally:
+        stop()
+    assert (found["probed"], found["left"]) == (0, 2), found
+    assert "2 host(s) not answered within the deadline of 1 s" in found["notes"][0], found
+    assert conn.execute("SELECT count(*) FROM dedup_url_fixes").fetchone()[0] == 0
+    assert took < 10, took
+
+
+def test_ctrl_c_stops_the_command_at_once_and_writes_nothing(tmp_path):
+    """Issue 76: SIGINT waited for the thread pool's requests. The command
+    now stops at once, its requests cut, nothing written."""
+    port, stop = drip_server()
+    db = str(tmp_path / "c.db")
+    one_page(db, "http://drip.test/a").close()
+    env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "sqlite_dedup", "fix-urls", db, "--timeout", "60",
+                                 "--connect-to", f"drip.test:443:127.0.0.1:{port}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(1.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        stop()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err
+    assert took < 5, took
+    tables = sqlite3.connect(db).execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_url_fixes'"
+                                         ).fetchone()[0]
+    assert tables == 0 or sqlite3.connect(db).execute("SELECT count(*) FROM dedup_url_fixes").fetchone()[0] == 0
+
+
+class Counting(http.server.BaseHTTPRequestHandler):
+    seen = []
+
+    def do_GET(self):
+        Counting.seen.append(self.headers["Host"])
+        body = b"<html>here</html>"
+        if self.headers["Host"].startswith("www.away.test"):
+            self.send_response(301)
+            self.send_header("Location", f"http://elsewhere.test:{self.server.server_address[1]}/")
+            body = b""
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def counting():
+    Counting.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def test_a_host_at_a_private_address_is_probed_only_when_allowed(tmp_path, sqlite_dedup, counting):
+    """Issue 76: a stranger's database could make the probe reach 127.0.0.1
+    ports and private addresses. Names that resolve so (here the URL's own
+    address, through the system's resolver) are not probed, and not
+    recorded, unless allow_private."""
+    conn = one_page(str(tmp_path / "c.db"), f"http://127.0.0.1:{counting}/a")
+    conn.execute("INSERT INTO pages VALUES (?, 'a page')", (f"http://localhost:{counting}/b",))
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0)
+    assert (found["probed"], found["left"]) == (0, 2), found
+    assert all("not a public address (allow_private probes it)" in n for n in found["notes"]), found
+    assert Counting.seen == []
+    assert conn.execute("SELECT count(*) FROM dedup_url_fixes").fetchone()[0] == 0
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0, allow_private=True)
+    assert found["probed"] == 2, found
+    # (https to a plain http port fails: each host answered, https 0.)
+    assert sorted(conn.execute("SELECT host, https FROM dedup_url_fixes")) == [
+        (f"127.0.0.1:{counting}", 0), (f"localhost:{counting}", 0)]
+
+
+def test_a_redirect_to_another_host_is_not_followed(tmp_path, sqlite_dedup, counting):
+    """Issue 76: redirects were followed anywhere. www.away.test redirects
+    to elsewhere.test: not followed (no request reaches it), so the bare
+    host is not taken to serve the same."""
+    conn = one_page(str(tmp_path / "c.db"), "http://www.away.test/a")
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0, resolver=lambda h, p: ("127.0.0.1", counting))
+    assert found["probed"] == 1, found
+    assert any(h.startswith("www.away.test") for h in Counting.seen), Counting.seen
+    assert not any(h.startswith("elsewhere.test") for h in Counting.seen), Counting.seen
+    assert conn.execute("SELECT drop_www FROM dedup_url_fixes WHERE host = 'www.away.test'").fetchone() == (0,)
+
+
+def test_at_most_max_hosts_are_probed_and_unresolved_names_are_not_kept(tmp_path, sqlite_dedup, servers):
+    """77: an offline probe stored every DNS failure as a permanent 'no
+    https'. A name that does not resolve is now left out (asked again next
+    time), and at most max_hosts hosts are probed a call."""
+    resolver, context, _, _ = servers
+
+    def offline(host, port):
+        raise socket.gaierror(-3, "Temporary failure in name resolution")
+
+    conn = crawl(str(tmp_path / "c.db"))
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0, resolver=offline, context=context)
+    assert (found["probed"], found["left"]) == (0, 7), found
+    assert "Temporary failure in name resolution" in found["notes"][0]
+    assert conn.execute("SELECT count(*) FROM dedup_url_fixes").fetchone()[0] == 0
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0, max_hosts=2, resolver=resolver, context=context)
+    assert (found["probed"], found["left"]) == (2, 5), found
+    assert "5 host(s) over max_hosts = 2" in found["notes"][0]
+    found = sqlite_dedup.fix_urls(conn, timeout=1.0, resolver=resolver, context=context)
+    assert (found["probed"], found["skipped"], found["left"]) == (5, 2, 0), found

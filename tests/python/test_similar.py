@@ -289,3 +289,32 @@ def test_the_python_api_returns_the_table_forms_rows(sqlite_dedup, tmp_path):
         seen += len(got)
     assert seen, "the stream met no stored row"
     conn.close()
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_no_copy_of_the_asked_page_is_left_in_the_file_or_its_wal(tmp_path, journal):
+    """Issue 76: a large page's text stayed in free pages of the file after
+    the rollback (the cache spilled it there; 112,064 copies of a marker
+    here), or in the -wal while the connection was open. The cache does
+    not spill during the call now: no byte of the page is written."""
+    import os
+    import shutil
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.execute("SELECT dedup_run()").fetchone()
+    spill = conn.execute("PRAGMA cache_spill").fetchone()[0]
+    marker = "QZXJMARKER"
+    text = " ".join(f"word{i} {marker}" for i in range(400000))  # (about 8 MB: several times the cache)
+
+    def copies():
+        return sum(open(f, "rb").read().count(marker.encode())
+                   for f in (db, db + "-wal", db + "-journal") if os.path.exists(f))
+
+    rows = conn.execute("SELECT count(*) FROM dedup_similar(?, 'https://marker.example/p')", (text,)).fetchone()
+    assert rows == (0,)
+    assert copies() == 0
+    assert conn.execute("PRAGMA cache_spill").fetchone()[0] == spill  # (put back)
+    conn.close()
+    assert copies() == 0

@@ -84,6 +84,8 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
         return fail("dedup: against works with dedup_run and dedup_plan only (a plan made elsewhere already compared what it compared); nothing was changed".into());
     }
     let (path, name) = resolve(db, s)?;
+    // Safety: the caller's connection, on this thread, outlives the link.
+    let _link = unsafe { crate::sqlite::interrupt::Link::new(db.handle()) };
     let theirs = open(&path, &name, s.busy_timeout)?;
     let their = Source::inspect_mapped(&theirs, &s.table, &s.columns)
         .map_err(|e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))))?;
@@ -336,7 +338,8 @@ pub(crate) fn refuse_a_copy(
 }
 
 /// A read-only connection to the other file: no function but SQLite's own,
-/// no schema code trusted, no write possible.
+/// no schema code trusted, no write possible; its statements end when the
+/// caller's connection is interrupted (within a [`crate::sqlite::interrupt::Link`]).
 pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
     let opened = Connection::open_with_flags(
         path,
@@ -346,6 +349,7 @@ pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connecti
         c.execute_batch(&format!(
             "PRAGMA query_only = 1; PRAGMA trusted_schema = 0; PRAGMA busy_timeout = {busy_timeout};"
         ))?;
+        crate::sqlite::interrupt::Link::forward_to(&c, 1000);
         // (A file that is not a database fails here, on its first read.)
         c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
         Ok(c)

@@ -56,6 +56,8 @@ pub fn plan_there(
         return Ok(None);
     }
     let (path, name) = super::against::resolve(db, s)?;
+    // Safety: the caller's connection, on this thread, outlives the link.
+    let _link = unsafe { crate::sqlite::interrupt::Link::new(db.handle()) };
     let theirs = super::against::open(&path, &name, s.busy_timeout)?;
     let their_settings = Settings {
         against: String::new(),

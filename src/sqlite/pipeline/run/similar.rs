@@ -33,6 +33,11 @@
 //! column not given is now (`YYYY-MM-DD HH:MM:SS`, UTC): the page was just
 //! fetched.
 //!
+//! Nothing of the page reaches the database's file or its `-wal`: the
+//! cache does not spill during the call, so the page's pages stay in
+//! memory until the rollback drops them (temp tables live in SQLite's
+//! temporary storage, deleted when done).
+//!
 //! Cost: one incremental plan of a one-page batch. Errors: no index yet
 //! (run `dedup_run()` once; settings whose runs are always full, such as
 //! `prefer`, keep none), a connection that cannot write (the page is
@@ -179,7 +184,13 @@ fn ask<T>(
     if caller_uses_tables(db)? {
         return Err(in_a_read());
     }
-    tentatively(db, s.busy_timeout, NAME, |db| {
+    // (The page is never written to the file: with the cache's spill off,
+    // its pages stay in memory until the rollback drops them. Spilled, a
+    // large page reached free pages of the file, which the rollback does
+    // not restore, or the -wal.)
+    let spill: i64 = db.query_row("PRAGMA cache_spill", [], |r| r.get(0))?;
+    db.execute_batch("PRAGMA cache_spill = 0")?;
+    let answer = tentatively(db, s.busy_timeout, NAME, |db| {
         let s = read_recorded(db, NAME, &recorded, settings)?;
         let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
         let rid = add(db, &source, page)?;
@@ -191,7 +202,13 @@ fn ask<T>(
             }
         })?;
         read(db, rid)
-    })
+    });
+    if spill > 0 {
+        db.execute_batch(&format!(
+            "PRAGMA cache_spill = 1; PRAGMA main.cache_spill = {spill}"
+        ))?;
+    }
+    answer
 }
 
 /// The error of a call whose statement uses a table besides (or of a plan
