@@ -87,9 +87,17 @@ unsafe fn columns<'a>(
                 ))
             }
         };
-        let skip = parent + usize::try_from(child.offset).map_err(|_| "a negative offset")?;
-        let end = skip + rows;
-        if usize::try_from(child.length).unwrap_or(0) < parent + rows {
+        let skip = usize::try_from(child.offset)
+            .ok()
+            .and_then(|o| parent.checked_add(o))
+            .ok_or("a negative or too large offset")?;
+        let too_large = || format!("column {name} has more rows than memory can hold");
+        let end = skip.checked_add(rows).ok_or_else(too_large)?;
+        // (Every buffer's size below is at most 4 * (end + 1) or 8 * end.)
+        end.checked_add(1)
+            .and_then(|e| e.checked_mul(8))
+            .ok_or_else(too_large)?;
+        if usize::try_from(child.length).unwrap_or(0) < parent.checked_add(rows).ok_or_else(too_large)? {
             return Err(format!("column {name} is shorter than the batch"));
         }
         let buffer = |i: i64| -> *const u8 {

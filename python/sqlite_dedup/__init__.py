@@ -206,6 +206,16 @@ def explain(conn, page):
     why = dict(zip(keys, row))
     why.setdefault("final_ratio", None)
     why.setdefault("final_note", None)
+    # (Read from a database: each value as the extension wrote it, or named.)
+    for key, kinds, column in (("ratio", (int, float), "dedup_removed.dedup_ratio"),
+                               ("final_ratio", (int, float), "dedup_notes.ratio"),
+                               ("run", (int,), "dedup_removed.dedup_run"),
+                               ("phase", (int,), "dedup_removed.dedup_phase")):
+        value = why[key]
+        if value is not None and (not isinstance(value, kinds) or isinstance(value, bool)):
+            raise DedupError(f"explain: {column} of the removed row {why['rowid']!r} must be a "
+                             f"{'number' if float in kinds else 'whole number'}, got {str(value)[:60]!r}; "
+                             "the database was edited by hand")
     # (A Spark job's survivor in another shard: its note names the shard.)
     why["elsewhere"] = None
     if _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'"):
@@ -279,5 +289,15 @@ def stats(conn):
                 raise DedupError(f"stats: dedup_runs.{column} of run {n!r} must be a JSON object, got "
                                  f"{str(text)[:60]!r}; the database was edited by hand")
             parsed[column] = value
+        removed = parsed["report"].get("removed", {})
+        if not isinstance(removed, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in removed.items()):
+            raise DedupError(f"stats: dedup_runs.report of run {n!r} must hold `removed` as an object of phase: "
+                             f"count, got {json.dumps(removed)[:60]}; the database was edited by hand")
+        for key in ("rows_before", "rows_after"):
+            v = parsed["report"].get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise DedupError(f"stats: dedup_runs.report of run {n!r} must hold `{key}` as a count, got "
+                                 f"{json.dumps(v)[:60]}; the database was edited by hand")
         runs.append(dict(parsed["report"], finished=f, settings=parsed["settings"]))
     return runs

@@ -319,12 +319,19 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
         if !validity.is_empty() && validity.len() < rows.div_ceil(8) {
             return Err(bad("its validity is shorter than its rows"));
         }
+        // (Sizes from the batch's own numbers: a count near 2^61 must not
+        // wrap when multiplied, so each product is checked.)
+        let bytes = |width: usize, n: Option<usize>| n.and_then(|n| n.checked_mul(width));
         match kind {
-            Kind::Int64 if data.len() < 8 * rows => return Err(bad("fewer values than rows")),
-            Kind::Int32 if data.len() < 4 * rows => return Err(bad("fewer values than rows")),
+            Kind::Int64 if bytes(8, Some(rows)).is_none_or(|b| data.len() < b) => {
+                return Err(bad(&format!("fewer values than rows ({rows} rows)")))
+            }
+            Kind::Int32 if bytes(4, Some(rows)).is_none_or(|b| data.len() < b) => {
+                return Err(bad(&format!("fewer values than rows ({rows} rows)")))
+            }
             Kind::Utf8 | Kind::Binary => {
-                if offsets.len() < 4 * (rows + 1) {
-                    return Err(bad("fewer offsets than rows"));
+                if bytes(4, rows.checked_add(1)).is_none_or(|b| offsets.len() < b) {
+                    return Err(bad(&format!("fewer offsets than rows ({rows} rows)")));
                 }
                 let mut last = 0i64;
                 for k in 0..=rows {
@@ -459,5 +466,27 @@ mod tests {
         assert_eq!(cols[2].cell(2), Cell::Blob(&[2, 0xff]));
         assert!(decode(&blob[..blob.len() - 8]).is_err());
         assert!(decode(b"nonsense").unwrap_err().contains("DDARROW1"));
+    }
+
+    #[test]
+    fn a_row_count_whose_buffer_sizes_would_wrap_is_refused() {
+        // (Issue 76: 8 * rows wrapped for a count near 2^61, and the check
+        // passed, then a slice panicked.)
+        for kind in [Kind::Int64, Kind::Int32, Kind::Utf8] {
+            let mut c = Column::new("n", kind);
+            match kind {
+                Kind::Utf8 => c.push_bytes(b"x").unwrap(),
+                _ => c.push_int(1).unwrap(),
+            }
+            let mut blob = encode(&[c]).unwrap();
+            for rows in [1u64 << 61, (1u64 << 62) + 1, u64::MAX / 4, u64::MAX] {
+                blob[8..16].copy_from_slice(&rows.to_le_bytes());
+                let e = decode(&blob).map(|_| ()).unwrap_err();
+                assert!(
+                    e.contains("rows") || e.contains("too many"),
+                    "{kind:?} {rows}: {e}"
+                );
+            }
+        }
     }
 }

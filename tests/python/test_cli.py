@@ -540,3 +540,29 @@ def test_progress_lines_end_with_every_row_through(tmp_path):
     for l in counted:
         done, total = l.split("] ")[-1].split(" rows")[0].split("/")
         assert done == total, l
+
+
+@pytest.mark.parametrize("edit,command,said", [
+    ("UPDATE dedup_runs SET report = '{\"removed\": [1,2]}'", ["stats"],
+     "dedup_runs.report of run 1 must hold `removed` as an object of phase: count, got [1, 2]"),
+    ("UPDATE dedup_runs SET report = '{\"removed\": {}, \"rows_after\": \"many\"}'", ["stats"],
+     "must hold `rows_after` as a count, got \"many\""),
+    ("UPDATE dedup_removed SET dedup_ratio = 'high' WHERE dedup_phase = 4", ["explain", "PHASE4"],
+     "dedup_removed.dedup_ratio of the removed row"),
+])
+def test_values_edited_by_hand_are_named_not_a_python_error(tmp_path, edit, command, said):
+    """Issue 76: `stats` after a hand-edited report died with `'list' object
+    has no attribute 'items'`, `explain` after a text ratio with `Unknown
+    format code 'f'`. Each value is checked where it is read, named with
+    its row, and the command exits 1."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    assert cli(tmp_path, "run", db).returncode == 0
+    with sqlite3.connect(db) as conn:
+        phase4 = conn.execute("SELECT min(dedup_rowid) FROM dedup_removed WHERE dedup_phase = 4").fetchone()[0]
+        conn.execute(edit)
+    args = [a.replace("PHASE4", str(phase4)) for a in command]
+    out = cli(tmp_path, args[0], db, *args[1:])
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert said in out.stderr and "edited by hand" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr

@@ -500,3 +500,29 @@ def test_the_run_report_names_pairs_kept_apart_as_too_long(tmp_path):
     rc, out, err = host(code, timeout=180)
     assert rc == 0, err
     assert "run 1: 2 rows -> 2 rows" in out and "1 pair(s) of pages too long to compare" in out, out
+
+
+@pytest.mark.parametrize("rows", [1 << 61, (1 << 62) + 1, (1 << 64) - 1])
+@pytest.mark.parametrize("kind", [1, 3], ids=["int64", "utf8"])
+def test_an_arrow_batch_whose_row_count_would_wrap_a_size_is_refused(rows, kind):
+    """Issue 76: dedup_phase1_arrow with a row count near 2^61 wrapped
+    `8 * rows`, passed the check and panicked (`unwinding panic` and a
+    backtrace on the host's stderr). Every size is checked now: an SQL
+    error naming the column, nothing on stderr."""
+    code, out, err = host(f"""
+        import struct
+        def take(b):
+            return struct.pack("<Q", len(b)) + b + b"\\0" * ((8 - len(b) % 8) % 8)
+        blob = b"DDARROW1" + struct.pack("<QQ", {rows}, 1) + take(b"url") + struct.pack("<Q", {kind}) + take(b"")
+        if {kind} == 3:
+            blob += take(struct.pack("<ii", 0, 1))
+        blob += take(b"x" * 8)
+        try:
+            conn.execute("SELECT dedup_phase1_arrow(?)", (blob,)).fetchone()
+            print("no error")
+        except sqlite3.Error as e:
+            print("error:", e)
+    """)
+    assert code == 0, err
+    assert out.startswith("error: dedup_phase1_arrow") and "column url" in out and "rows" in out, out
+    assert err == "", err

@@ -623,3 +623,24 @@ def test_incremental_equals_full_over_random_histories(tmp_path, seed, settings)
         kinds.append(got["kind"])
     assert len(set(done)) >= 3, done
     assert kinds.count("incremental") >= 3, list(zip(done, kinds))
+
+
+def test_an_index_edited_behind_its_trackers_is_named_not_a_type_error(tmp_path):
+    """Issue 76: an index edited outside the extension, its edit mark
+    removed too, failed with `Invalid column type Text at index: 1, name:
+    id`. The error now says what holds what, how to rebuild, and that
+    nothing changed; a full run rebuilds it."""
+    db, conn = demo_copy(tmp_path)
+    report(conn, {})
+    conn.executescript("UPDATE dedup_index_order SET id = 'x' || id; "
+                       "DELETE FROM dedup_index_state WHERE key = 'index';")
+    conn.execute("INSERT INTO pages (url, parsed) VALUES ('https://jlevy.github.io/the-art-of-command-line/zz', 'hi')")
+    before = P.fingerprint(db)
+    with pytest.raises(sqlite3.OperationalError) as e:
+        conn.execute("SELECT dedup_run()").fetchone()
+    said = str(e.value)
+    assert "the incremental index" in said and "column id holds a value of type Text" in said, said
+    assert '{"full": true} rebuilds it; nothing was changed' in said
+    assert P.fingerprint(db) == before
+    assert report(conn, {"full": True})["kind"] == "full"
+    assert report(conn, {})["kind"] == "incremental"

@@ -7,12 +7,33 @@ use rusqlite::Error;
 
 /// An error of a run, as the message the caller sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DedupError(String);
+pub struct DedupError(String, Kind);
+
+/// What kind of error: most are the run's own words; a value read from a
+/// table that is not of the type the reader expects (the extension's own
+/// tables edited outside it) is told apart, so the run can say where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The run's own error.
+    Run,
+    /// A value of another type than its reader expects.
+    WrongType,
+}
 
 impl DedupError {
     /// An error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        DedupError(message.into())
+        DedupError(message.into(), Kind::Run)
+    }
+
+    /// An error of a value of another type than its reader expects.
+    pub fn wrong_type(message: impl Into<String>) -> Self {
+        DedupError(message.into(), Kind::WrongType)
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        self.1
     }
 }
 
@@ -24,10 +45,17 @@ impl fmt::Display for DedupError {
 
 impl From<Error> for DedupError {
     fn from(e: Error) -> Self {
-        DedupError(match e {
-            Error::SqliteFailure(_, Some(m)) => m,
-            other => other.to_string(),
-        })
+        match e {
+            Error::SqliteFailure(_, Some(m)) => DedupError(m, Kind::Run),
+            Error::InvalidColumnType(_, name, ty) => DedupError(
+                format!("column {name} holds a value of type {ty}, not the type this extension writes there"),
+                Kind::WrongType,
+            ),
+            e @ (Error::FromSqlConversionFailure(..) | Error::IntegralValueOutOfRange(..)) => {
+                DedupError(format!("a value of another type than expected: {e}"), Kind::WrongType)
+            }
+            other => DedupError(other.to_string(), Kind::Run),
+        }
     }
 }
 
@@ -39,5 +67,5 @@ impl From<DedupError> for Error {
 
 /// `Err(DedupError(message))`.
 pub fn fail<T>(message: String) -> std::result::Result<T, DedupError> {
-    Err(DedupError(message))
+    Err(DedupError::new(message))
 }

@@ -4,7 +4,7 @@
 //!
 //! [`load`] opens the other file read-only, on a connection of its own that
 //! has only SQLite's built-in functions (nothing its schema holds can call
-//! the host's), and copies its table's rows into `temp._dedup_against` with
+//! the host's; [`open`]), and copies its table's rows into `temp._dedup_against` with
 //! rids below every rowid of this table: the election's last rule, the
 //! lower rowid, then prefers the page that was there first.
 //! `temp._dedup_pages`, the rows phase 1 prepares and phases 4 and 6 read
@@ -337,9 +337,15 @@ pub(crate) fn refuse_a_copy(
     Ok(())
 }
 
-/// A read-only connection to the other file: no function but SQLite's own,
-/// no schema code trusted, no write possible; its statements end when the
-/// caller's connection is interrupted (within a [`crate::sqlite::interrupt::Link`]).
+/// A connection to the other file, opened read-only (`SQLITE_OPEN_READONLY`:
+/// its file cannot be written, whatever runs on it), with no schema code
+/// trusted (`trusted_schema` off: its views and triggers may call only
+/// innocuous functions) and, as opened, no function but SQLite's own. The
+/// plan made there ([`super::against_index`]) then registers this
+/// extension's functions on it and turns `query_only` off for the plan's
+/// temp tables: the only writes, to its temporary storage. Its statements
+/// end when the caller's connection is interrupted (within a
+/// [`crate::sqlite::interrupt::Link`]).
 pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
     let opened = Connection::open_with_flags(
         path,

@@ -142,7 +142,8 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
     let kind =
-        crate::sqlite::pipeline::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)?;
+        crate::sqlite::pipeline::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)
+            .map_err(index_edited)?;
     let rows_before = crate::sqlite::pipeline::incremental::run_kind::rows(db, &source, &kind)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
     settings::record::write_run_row(db, s, run, rows_before)?;
@@ -264,8 +265,10 @@ fn run_phases(
                     })?;
                 }
                 Step::NearInput if incremental => {
-                    crate::sqlite::pipeline::incremental::near_input::build(db)?;
-                    crate::sqlite::pipeline::incremental::lsh_input::build(db)?;
+                    crate::sqlite::pipeline::incremental::near_input::build(db)
+                        .map_err(index_edited)?;
+                    crate::sqlite::pipeline::incremental::lsh_input::build(db)
+                        .map_err(index_edited)?;
                 }
                 Step::NearInput => {}
             }
@@ -273,6 +276,17 @@ fn run_phases(
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));
     }
     Ok(seconds)
+}
+
+/// An incremental run's error of a value of another type than the index
+/// holds, said so: only an edit outside the extension puts one there.
+fn index_edited(e: DedupError) -> DedupError {
+    if e.kind() != crate::sqlite::pipeline::error::Kind::WrongType {
+        return e;
+    }
+    DedupError::wrong_type(format!(
+        "dedup: the incremental index (dedup_index, dedup_index_order and the tables beside them) holds a value this extension does not write: {e} (an edit outside the extension); a run with {{\"full\": true}} rebuilds it; nothing was changed"
+    ))
 }
 
 /// Runs a phase script; with `DEDUP_TRACE` set, a statement at a time,
