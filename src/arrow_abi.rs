@@ -97,7 +97,9 @@ unsafe fn columns<'a>(
         end.checked_add(1)
             .and_then(|e| e.checked_mul(8))
             .ok_or_else(too_large)?;
-        if usize::try_from(child.length).unwrap_or(0) < parent.checked_add(rows).ok_or_else(too_large)? {
+        if usize::try_from(child.length).unwrap_or(0)
+            < parent.checked_add(rows).ok_or_else(too_large)?
+        {
             return Err(format!("column {name} is shorter than the batch"));
         }
         let buffer = |i: i64| -> *const u8 {

@@ -173,3 +173,26 @@ def test_a_prefer_term_that_fails_on_a_row_names_the_term_and_the_row(tmp_path):
     assert f"prefer term 2" in message and f"rowid is {target}" in message, message
     assert "integer overflow" in message and "nothing was changed" in message
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 600
+
+
+@pytest.mark.parametrize("call", ["dedup_similar('a page', 'https://a.org/')", "dedup_phase1_arrow(x'00')",
+                                  "dedup_run()", "dedup_restore()", "dedup_rows_arrow('pages', NULL)"])
+def test_the_writing_and_arrow_functions_are_refused_in_a_databases_views_and_triggers(tmp_path, call):
+    """A database someone else made cannot make a reader call the functions
+    that write, plan or take batches: they are DIRECTONLY, so SQLite
+    refuses them in its views and triggers (`unsafe use of`), and nothing
+    changes."""
+    db = str(tmp_path / "stranger.db")
+    shutil.copy(P.DEMO, db)
+    with sqlite3.connect(db) as c:
+        c.execute(f"CREATE VIEW lure AS SELECT {call} AS x")
+        c.execute("CREATE TABLE log (x)")
+        c.execute(f"CREATE TRIGGER lure_t AFTER INSERT ON log BEGIN SELECT {call}; END")
+    before = P.fingerprint(db)
+    conn = P.connect(db)
+    name = call.split("(")[0]
+    for sql in ("SELECT * FROM lure", "INSERT INTO log VALUES (1)"):
+        with pytest.raises(sqlite3.OperationalError, match=f"unsafe use of {name}"):
+            conn.execute(sql).fetchall()
+    conn.close()
+    assert P.fingerprint(db) == before
