@@ -234,7 +234,7 @@ const FUNCTIONS: &[(&str, usize, usize)] = &[
     ("dedup_invalid_text", 3, 3),
     ("dedup_row_digest", 0, 4),
     ("strip_segments", 2, 2),
-    ("dupe_probability", 1, 1),
+    ("dupe_probability", 1, 2),
     ("url_rule_params", 1, 2),
 ];
 

@@ -198,16 +198,26 @@ impl UrlModel {
 
     /// The probability that fetching `url` (key `key`, split as `parts`)
     /// brings no new content: when its key was seen, its domain's refetch
-    /// rule (fetched as this very URL) or variant rule (another form of
-    /// it); else the highest probability of the rules that apply to it (as
+    /// rule (fetched as this very URL; with `refetches` false, `None`: a
+    /// re-crawl fetches it again) or variant rule (another form of it);
+    /// else the highest probability of the rules that apply to it (as
     /// MaybeDont's `get_dupe_prob`: a parameter rule applies when a URL
     /// differing only in that parameter was seen); `None` when no rule
     /// applies.
-    pub fn dupe_probability(&self, url: &str, key: &str, parts: &UrlParts) -> Option<f64> {
+    pub fn dupe_probability(
+        &self,
+        url: &str,
+        key: &str,
+        parts: &UrlParts,
+        refetches: bool,
+    ) -> Option<f64> {
         let (d, path) = (parts.domain.as_str(), parts.path.as_str());
         // (Every look-up key is written into this one buffer.)
         let mut buf = String::with_capacity(d.len() + path.len() + url.len() + 32);
         if let Some(raw) = self.seen.get(key) {
+            if raw == url && !refetches {
+                return None;
+            }
             // Its domain's refetch rule when fetched as this very URL, else
             // the variant rule (another form of it).
             let rule_path = (raw != url).then_some(("*", None));
@@ -360,7 +370,7 @@ mod tests {
 
     fn predict(model: &UrlModel, url: &str) -> Option<f64> {
         let parts = UrlParts::parse(url).unwrap();
-        model.dupe_probability(url, &parts.key(), &parts)
+        model.dupe_probability(url, &parts.key(), &parts, true)
     }
 
     #[test]

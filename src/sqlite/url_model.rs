@@ -180,6 +180,7 @@ impl ModelCache {
         url: &str,
         key: &str,
         parts: &UrlParts,
+        refetches: bool,
     ) -> Result<Option<f64>> {
         let now = stamp(db, &self.held)?;
         let unversioned = now == Value::Null;
@@ -187,7 +188,7 @@ impl ModelCache {
         // through our SQL, but would read the tables rather than wait.)
         let locked = self.model.try_lock();
         let (false, Ok(mut cached)) = (unversioned, locked) else {
-            return Ok(load(db, Some(parts))?.dupe_probability(url, key, parts));
+            return Ok(load(db, Some(parts))?.dupe_probability(url, key, parts, refetches));
         };
         if cached.as_ref().map(|(s, _)| s) != Some(&now) {
             *cached = None;
@@ -195,7 +196,7 @@ impl ModelCache {
             *cached = Some((now, model));
         }
         let (_, model) = cached.as_ref().expect("just loaded");
-        Ok(model.dupe_probability(url, key, parts))
+        Ok(model.dupe_probability(url, key, parts, refetches))
     }
 
     /// After this connection's learning batch committed: the batch's

@@ -36,11 +36,16 @@ fn unless_no_model<T>(result: Result<Option<T>>) -> Result<Option<T>> {
 /// The probability that fetching `url` brings no new content
 /// ([`crate::core::url_model::UrlModel::dupe_probability`]), from the
 /// connection's model; `None` when no rule applies or nothing was learned.
-fn dupe_probability(db: &Connection, cache: &ModelCache, url: &str) -> Result<Option<f64>> {
+fn dupe_probability(
+    db: &Connection,
+    cache: &ModelCache,
+    url: &str,
+    refetches: bool,
+) -> Result<Option<f64>> {
     let Some((key, parts, _)) = rule_parts(url, rule_options()) else {
         return Ok(None);
     };
-    unless_no_model(cache.dupe_probability(db, url, &key, &parts))
+    unless_no_model(cache.dupe_probability(db, url, &key, &parts, refetches))
 }
 
 /// The query parameters of `url` that the rules say never change content on
@@ -99,13 +104,26 @@ pub fn register(db: &Connection, held: Held) -> Result<()> {
     })?;
     let reads = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DIRECTONLY;
     db.create_scalar_function("dupe_probability", -1, reads, move |ctx| {
-        check_arity(ctx, "dupe_probability", 1, 1)?;
+        check_arity(ctx, "dupe_probability", 1, 2)?;
+        // (A URL fetched before as this very URL: its domain's refetch
+        // rule, or with refetches 0 none, as a re-crawl wants.)
+        let refetches = match (ctx.len() > 1).then(|| ctx.get_raw(1)) {
+            None | Some(rusqlite::types::ValueRef::Null) => true,
+            Some(rusqlite::types::ValueRef::Integer(i)) if (0..=1).contains(&i) => i == 1,
+            Some(other) => {
+                return Err(user_error(
+                    "dupe_probability",
+                    "refetches must be 0 or 1",
+                    &super::scalars::describe(other),
+                ))
+            }
+        };
         let Some(url) = text_arg(ctx, 0, "dupe_probability", "url")? else {
             return Ok(None);
         };
         // Safety: as above.
         let db = unsafe { ctx.get_connection()? };
-        dupe_probability(&db, &cache, url)
+        dupe_probability(&db, &cache, url, refetches)
     })?;
     db.create_scalar_function("url_rule_params", -1, reads, |ctx| {
         check_arity(ctx, "url_rule_params", 1, 2)?;

@@ -50,17 +50,44 @@ def unchanged(path):
     return P.fingerprint(path)
 
 
+def whole_with_the_record_first(tmp_path, **settings):
+    """parity-5k run whole with the first half ranked first in every
+    election (`prefer`: what `against` gives the other database): its
+    connection."""
+    whole = str(tmp_path / "whole.db")
+    shutil.copy(os.path.join(P.CORPUS, "parity-5k.db"), whole)
+    run(whole, prefer=[f"rowid > {HALF}"], **settings)
+    return sqlite3.connect(whole)
+
+
 @pytest.mark.parametrize("variant, settings", [("t090.d50", {}), ("t090.d50.nmin3", {"n_min": 3}),
                                                ("t100", {"threshold": 1.0})])
-def test_the_second_half_against_the_first_keeps_the_references_survivors(tmp_path, variant, settings):
+def test_the_second_half_against_the_first_keeps_the_references_survivors_but_copies_of_the_first(
+        tmp_path, variant, settings):
+    """Issue 77: the other database is the record. The second half against
+    the first keeps what one run on the whole file keeps of it when the
+    first half wins every election; against the reference's own survivors
+    (compat = 'reference'), every page the reference keeps is kept but
+    those that are copies of a first-half page (each removed for a page
+    there), and nothing the reference removes is kept but pages whose
+    survivor in the reference's run was itself such a copy."""
     P.require_corpus()
     old, new = halves(tmp_path)
     before = digest(old)
     report = run(new, against=old, compat="reference", **settings)
     assert f"against old.db: {HALF} page(s) there compared too" in report
-    expected = {k: v for k, v in P.expected_survivors(variant).items() if k > HALF}
     conn = sqlite3.connect(new)
-    assert P.surviving(conn) == expected
+    ours = P.surviving(conn)
+    whole = whole_with_the_record_first(tmp_path, compat="reference", **settings)
+    assert ours == {k: v for k, v in P.surviving(whole).items() if k > HALF}
+    reference = {k: v for k, v in P.expected_survivors(variant).items() if k > HALF}
+    elsewhere = {r for (r,) in conn.execute("SELECT dedup_rowid FROM dedup_notes WHERE kind = 'survivor elsewhere'")}
+    removed_for_there = set(reference) - set(ours)
+    assert removed_for_there, "the halves share pages"
+    final = dict(whole.execute("SELECT rowid, final_survivor FROM dedup_why"))
+    assert all(r in elsewhere or (final.get(r) or 0) <= HALF for r in removed_for_there), \
+        sorted(r for r in removed_for_there if r not in elsewhere and (final.get(r) or 0) > HALF)[:5]
+    assert len(set(ours) - set(reference)) <= 5, sorted(set(ours) - set(reference))
     # The other file: byte for byte as before, and no journal left beside it.
     assert digest(old) == before
     assert not [f for f in os.listdir(tmp_path) if f.startswith("old.db-")]
@@ -70,11 +97,9 @@ def test_the_second_half_against_the_first_keeps_the_references_survivors(tmp_pa
 def test_each_removal_is_one_runs_on_the_whole_file_and_names_its_survivor_there(tmp_path, mode):
     P.require_corpus()
     old, new = halves(tmp_path)
-    whole = str(tmp_path / "whole.db")
-    shutil.copy(os.path.join(P.CORPUS, "parity-5k.db"), whole)
-    run(whole, near_mode=mode)
     run(new, against=old, near_mode=mode)
-    union = sqlite3.connect(whole).execute(
+    whole = whole_with_the_record_first(tmp_path, near_mode=mode)
+    union = whole.execute(
         "SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio FROM dedup_removed "
         "WHERE dedup_rowid > ? ORDER BY dedup_rowid", (HALF,)).fetchall()
     conn = sqlite3.connect(new)
@@ -90,7 +115,7 @@ def test_each_removal_is_one_runs_on_the_whole_file_and_names_its_survivor_there
         else:
             assert survivor == whole_survivor and rowid not in notes, rowid
     assert there == len(notes) > 100
-    assert P.surviving(conn) == {k: v for k, v in P.surviving(sqlite3.connect(whole)).items() if k > HALF}
+    assert P.surviving(conn) == {k: v for k, v in P.surviving(whole).items() if k > HALF}
 
 
 def test_an_attached_schema_and_the_databases_own_settings(tmp_path):
@@ -187,9 +212,13 @@ def test_the_command_runs_and_explains_it(tmp_path):
               "print(json.dumps(sqlite_dedup.run(conn, against=sys.argv[2])['against']))")
     out = subprocess.run([sys.executable, "-c", script, new, old], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"name": "old.db", "rows": 300, "index": False, "survivor_there": len(
-        sqlite3.connect(new).execute("SELECT 1 FROM dedup_notes WHERE kind = 'survivor elsewhere' AND dedup_run = "
-                                     "(SELECT max(run) FROM dedup_runs)").fetchall())}
+    by_phase = dict(sqlite3.connect(new).execute(
+        "SELECT CAST(d.dedup_phase AS TEXT), count(*) FROM dedup_notes AS n JOIN dedup_removed AS d "
+        "ON d.dedup_run = n.dedup_run AND d.dedup_rowid = n.dedup_rowid "
+        "WHERE n.kind = 'survivor elsewhere' AND n.dedup_run = (SELECT max(run) FROM dedup_runs) "
+        "GROUP BY d.dedup_phase ORDER BY d.dedup_phase").fetchall())
+    assert json.loads(out.stdout) == {"name": "old.db", "rows": 300, "index": False,
+                                      "survivor_there": sum(by_phase.values()), "survivor_there_by_phase": by_phase}
 
 
 def drop_index(path):
@@ -394,3 +423,58 @@ def test_an_index_there_edited_behind_its_trackers_is_not_read(tmp_path):
     expected = run(copy, against=plain)
     assert "through its index" in expected and "through its index" not in edited, (expected, edited)
     assert P.surviving(P.connect(new)) == P.surviving(P.connect(copy))
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["copied", "indexed"])
+def test_this_weeks_recrawls_and_copies_of_last_months_pages_are_removed_here(tmp_path, indexed):
+    """Issue 77: a page fetched again with the same URL and text won the
+    election (a newer crawl date, or no `external` where last month said
+    so) and, since only this table's rows can be removed, both copies
+    stayed: 3 of 3 re-crawls and 4 of 10 copies were kept. The other
+    database is the record now: each is removed here, counted by phase;
+    this table's own pages still elect among themselves (hand-checked: the
+    newer of two new copies of one new page stays)."""
+    old, new = str(tmp_path / "last-month.db"), str(tmp_path / "this-week.db")
+    shutil.copy(P.DEMO, old)
+    if indexed:
+        run(old)
+    last = sqlite3.connect(old)
+    cols = [r[1] for r in last.execute("PRAGMA table_info(pages)")]
+    kept = last.execute(f"SELECT {', '.join(cols)} FROM pages WHERE parsed <> '' AND url NOT LIKE '%/user/%' "
+                        "AND category IS NOT 'external' ORDER BY rowid LIMIT 13").fetchall()
+    external = last.execute(f"SELECT {', '.join(cols)} FROM pages WHERE category = 'external' AND parsed <> '' "
+                            "ORDER BY rowid LIMIT 2").fetchall()
+    at = {c: i for i, c in enumerate(cols)}
+    week = sqlite3.connect(new)
+    week.execute(f"CREATE TABLE pages ({', '.join(cols)})")
+    rows = []
+    for i, row in enumerate(kept[:3] + external):  # re-crawls: same URL and text, crawled now, no category
+        row = list(row)
+        row[at["crawled"]], row[at["category"]] = "2031-06-01 00:00:00", None
+        rows.append(row)
+    for i, row in enumerate(kept[3:11]):  # copies under other URLs
+        row = list(row)
+        row[at["url"]] = f"https://mirror.example.org/copy/{i}"
+        row[at["crawled"]] = "2031-06-01 00:00:00"
+        rows.append(row)
+    own = "A page new this week about the harbour festival, the tram line and the library reopening. " * 5
+    for crawled in ("2031-06-01 00:00:00", "2031-06-02 00:00:00"):  # two copies of a new page
+        row = [None] * len(cols)
+        row[at["url"]], row[at["parsed"]], row[at["content"]], row[at["crawled"]] = \
+            f"https://new.example.org/page?c={crawled[:10]}", own, own, crawled
+        rows.append(row)
+    week.executemany(f"INSERT INTO pages ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
+    week.commit()
+    week.close()
+    report = run(new, against=old)
+    # (5 re-crawls at their URL: phase 2; 8 copies elsewhere: phase 3; the new
+    # page's older copy goes in phase 3 too, for the newer one here.)
+    assert "13 removed here for a page there (phase 2: 5, phase 3: 8; dedup_notes: survivor elsewhere)" in report, \
+        report
+    assert "phase 3 (same content hash): 9 removed" in report
+    assert ("through its index" in report) == indexed, report
+    left = sqlite3.connect(new).execute("SELECT url, crawled FROM pages").fetchall()
+    assert left == [("https://new.example.org/page?c=2031-06-02", "2031-06-02 00:00:00")], left
+    rep = json.loads(sqlite3.connect(new).execute("SELECT report FROM dedup_runs").fetchone()[0])
+    assert rep["against"]["survivor_there"] == 13
+    assert rep["against"]["survivor_there_by_phase"] == {"2": 5, "3": 8}

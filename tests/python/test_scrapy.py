@@ -7,6 +7,8 @@ content group is known, so a skip is counted as avoided (its content was
 fetched before) or false (it was not)."""
 import json
 import os
+import re
+import sqlite3
 import subprocess
 
 import pytest
@@ -96,3 +98,86 @@ def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
             "m.process_response(req, resp); print(counts())\n")
     out = printed(tmp_path, code, tmp_path / "crawl.db")
     assert out == ["dedup: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
+
+
+def recrawl(tmp_path, tag, served, pages, which, db, settings):
+    """One link-following crawl of `pages` (served) with middleware `which`
+    and more Scrapy `settings`, in a process of its own: its result."""
+    from recrawl_site import score  # noqa: F401
+    out, extra = tmp_path / f"{tag}.json", tmp_path / f"{tag}.settings.json"
+    extra.write_text(json.dumps(settings))
+    served.serve(pages)
+    subprocess.run([PYTHON, os.path.join(os.path.dirname(P.__file__), "scrapy_recrawl.py"), served.base + "/", which,
+                    db, str(out), P.package(tmp_path), str(extra)], check=True, timeout=600,
+                   env=dict(os.environ, PYTHONHASHSEED="0"))
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("skip_refetches", [False, True], ids=["as-shipped", "refetches-skipped"])
+def test_a_recrawl_into_the_same_database_reaches_what_changed(tmp_path, skip_refetches):
+    """Issue 77: a second crawl into the same database skipped every URL it
+    had fetched by the refetch rule the file kept (its pages had not
+    changed), index pages that now link to new pages among them, so new
+    pages were never reached. As shipped, a URL fetched before is fetched
+    again (the rules still skip other forms of fetched pages); skipping
+    refetches (the earlier default, a setting now) loses new content on
+    the same crawl. A real link-following crawl of a local site a day
+    later (a few new threads on the last listing page)."""
+    needs("scrapy")
+    from recrawl_site import A_DAY_LATER, Served, score, site
+    v1, v2 = site(1, change=A_DAY_LATER), site(2, change=A_DAY_LATER)
+    db = str(tmp_path / "crawl.db")
+    settings = {"AVOID_DUP_CONTENT_SKIP_REFETCHES": skip_refetches}
+    with Served(v1) as served:
+        first = score(v1, served.base, recrawl(tmp_path, "first", served, v1, "ours", db, settings))
+        second = score(v2, served.base, recrawl(tmp_path, "second", served, v2, "ours", db, settings),
+                       first["have"])
+    assert first["false skips"] == 0 and first["skipped"] > 0, first
+    if skip_refetches:
+        assert second["false skips"] > 0 and second["groups had"] < second["groups"], second
+    else:
+        assert second["false skips"] == 0 and second["groups had"] == second["groups"], second
+        assert second["skipped"] > 100, second  # (other forms of fetched pages still skipped)
+    # WAL, and the database closed at the end (no -wal left beside it).
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert not os.path.exists(db + "-wal") or os.path.getsize(db + "-wal") == 0
+
+
+def test_the_item_pipeline_drops_what_the_next_run_would_remove_and_stores_the_rest(tmp_path):
+    """Issue 77: `DedupPipeline` asks `dedup_similar` of each item. A first
+    crawl stores unchecked and runs at close (DEDUP_RUN_ON_CLOSE), leaving
+    an index; a second crawl a month later drops each item the next run
+    would remove, naming the page it copies, and stores the others. Then
+    every page is stored or dropped, and the close's run removes of the
+    second crawl's rows only those a page stored after them replaced (the
+    answer for that later page said it would remove them)."""
+    needs("scrapy")
+    from recrawl_site import A_MONTH_LATER, Served, site
+    v1, v2 = site(1, change=A_MONTH_LATER), site(2, change=A_MONTH_LATER)
+    db = str(tmp_path / "crawl.db")
+    settings = {"ITEM_PIPELINES": {"sqlite_dedup.scrapy.DedupPipeline": 300}, "DEDUP_DATABASE": db,
+                "DEDUP_RUN_ON_CLOSE": True}
+    with Served(v1) as served:
+        first = recrawl(tmp_path, "first", served, v1, "none", db, settings)
+        conn = sqlite3.connect(db)
+        after_first, last_rowid = conn.execute("SELECT count(*), max(rowid) FROM pages").fetchone()
+        assert first["dropped"] == [] and after_first < len(first["fetched"])  # (unchecked, then the run)
+        conn.close()
+        second = recrawl(tmp_path, "second", served, v2, "none", db, settings)
+        base = served.base
+    dropped = dict(second["dropped"])
+    assert len(dropped) > 200, len(dropped)
+    assert all(re.match(r"duplicate of http\S+ \(rowid \d+; phase [234]: ", reason) for reason in dropped.values()), \
+        list(dropped.values())[:3]
+    conn = P.connect(db)
+    run = conn.execute("SELECT max(run) FROM dedup_runs").fetchone()[0]
+    kept = conn.execute("SELECT count(*) FROM pages WHERE rowid > ?", (last_rowid,)).fetchone()[0]
+    gone = conn.execute("SELECT dedup_rowid, dedup_survivor, dedup_phase FROM dedup_removed WHERE dedup_run = ? "
+                        "AND dedup_rowid > ?", (run, last_rowid)).fetchall()
+    # Every page was stored or dropped.
+    assert kept + len(gone) + len(dropped) == len(second["fetched"])
+    # The close's run removed of the second crawl's rows only those a page
+    # stored after them took the place of (its answer then said "new").
+    assert all(phase in (2, 3, 4) and survivor > rowid for rowid, survivor, phase in gone), gone[:5]
+    assert len(gone) < 0.1 * kept, (len(gone), kept)

@@ -119,6 +119,8 @@ pub struct Compared {
     pub rows: i64,
     /// The removals here whose survivor is there.
     pub there: i64,
+    /// Those by phase: (phase, removals), phases in order.
+    pub there_by_phase: Vec<(i64, i64)>,
     /// Whether the plan was made there, against its index
     /// (`run/against_index.rs`): its pages were not read again.
     pub indexed: bool,
@@ -134,6 +136,14 @@ pub fn compared(db: &Connection) -> Result<Option<Compared>, DedupError> {
     if !exists {
         return Ok(None);
     }
+    let there_by_phase: Vec<(i64, i64)> = db
+        .prepare(
+            "SELECT r.phase, count(*) FROM temp._dedup_notes AS n
+             JOIN temp._dedup_removal AS r ON r.source_rowid = n.rowid_
+             WHERE n.kind = 'survivor elsewhere' GROUP BY r.phase ORDER BY r.phase",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
     Ok(db
         .query_row(
             "SELECT name, rows, (SELECT count(*) FROM temp._dedup_notes WHERE kind = 'survivor elsewhere'), indexed
@@ -144,6 +154,7 @@ pub fn compared(db: &Connection) -> Result<Option<Compared>, DedupError> {
                     name: r.get(0)?,
                     rows: r.get(1)?,
                     there: r.get(2)?,
+                    there_by_phase: there_by_phase.clone(),
                     indexed: r.get(3)?,
                 })
             },

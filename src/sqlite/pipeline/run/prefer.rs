@@ -27,7 +27,8 @@ use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 /// `temp._dedup_prefer(rid, prefer_rank, prefer_key)`: each row's place
 /// in the order the `prefer` terms give (1 first; ties share a place),
 /// which every phase's election puts before its own rules; empty without
-/// terms. A run that elects elsewhere (`dedup_prepare`) gets each row's
+/// terms, but against another database (this table's rows 1, that
+/// database's 0: the record wins every election). A run that elects elsewhere (`dedup_prepare`) gets each row's
 /// key instead (`write_keys`). Each
 /// term is checked alone first, so that an error names it; terms read from
 /// `dedup_settings` are held to a schema's rules first
@@ -38,6 +39,16 @@ pub fn write(db: &Connection, source: &Source, s: &Settings) -> Result<(), Dedup
         "DROP TABLE IF EXISTS temp._dedup_prefer;
          CREATE TEMP TABLE _dedup_prefer (rid INTEGER PRIMARY KEY, prefer_rank INTEGER, prefer_key BLOB);",
     )?;
+    // (Against another database, that database is the record: its pages
+    // rank before every page of this table in every election, and this
+    // table's rows elect among themselves by the run's own rules. Copied,
+    // this table's rows are `_dedup_source`'s; planned there, this table's
+    // rows are its `_dedup_extra`.)
+    if !s.against.is_empty() && s.phases == Phases::All {
+        db.execute_batch("INSERT INTO temp._dedup_prefer (rid, prefer_rank) SELECT rid, 1 FROM temp._dedup_source;")?;
+    } else if s.extra_rows {
+        db.execute_batch("INSERT INTO temp._dedup_prefer (rid, prefer_rank) SELECT rid, 1 FROM temp._dedup_extra;")?;
+    }
     if terms.is_empty() {
         return Ok(());
     }

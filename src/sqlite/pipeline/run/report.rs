@@ -182,11 +182,12 @@ impl Report {
     ///                  seconds: vec![], boilerplate: Some((12, 3)), too_long: 0,
     ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
     ///                  kind: None,
-    ///                  against: Some(Compared { name: "old.db".into(), rows: 40, there: 1, indexed: true }) };
+    ///                  against: Some(Compared { name: "old.db".into(), rows: 40, there: 3,
+    ///                                           there_by_phase: vec![(2, 1), (4, 2)], indexed: true }) };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
-    ///     against old.db: 40 page(s) there compared too, through its index; 1 removed here for a page there (dedup_notes: survivor elsewhere)\n  \
+    ///     against old.db: 40 page(s) there compared too, through its index; 3 removed here for a page there (phase 2: 1, phase 4: 2; dedup_notes: survivor elsewhere)\n  \
     ///     skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
@@ -217,12 +218,19 @@ impl Report {
             ));
         }
         if let Some(a) = &self.against {
+            let by_phase: String = a
+                .there_by_phase
+                .iter()
+                .map(|(p, n)| format!("phase {p}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             lines.push(format!(
-                "  against {}: {} page(s) there compared too{}; {} removed here for a page there (dedup_notes: survivor elsewhere)",
+                "  against {}: {} page(s) there compared too{}; {} removed here for a page there ({}dedup_notes: survivor elsewhere)",
                 a.name,
                 a.rows,
                 if a.indexed { ", through its index" } else { "" },
-                a.there
+                a.there,
+                if by_phase.is_empty() { by_phase } else { format!("{by_phase}; ") }
             ));
         }
         if self.drift > 0 {
@@ -314,10 +322,15 @@ impl Report {
         }
         if let Some(a) = &self.against {
             too_long.push_str(&format!(
-                ",\"against\":{{\"name\":{},\"rows\":{},\"survivor_there\":{},\"index\":{}}}",
+                ",\"against\":{{\"name\":{},\"rows\":{},\"survivor_there\":{},\"survivor_there_by_phase\":{{{}}},\"index\":{}}}",
                 json_string(&a.name),
                 a.rows,
                 a.there,
+                a.there_by_phase
+                    .iter()
+                    .map(|(p, n)| format!("\"{p}\":{n}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 a.indexed
             ));
         }

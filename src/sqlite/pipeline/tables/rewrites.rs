@@ -3,12 +3,17 @@
 use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 
 /// The survivor columns a run may rewrite: (column, changed, new value),
-/// with `g` the table's row and `p` its row of `_dedup_prepared`.
+/// with `g` the table's row and `p` its row of `_dedup_prepared`. A
+/// survivor's URL becomes the URL phase 2 grouped it by: its strict URL
+/// (tracking parameters and learned ones dropped, every other kept), so
+/// that `?sku=123` keeps naming its page; its canonical URL where the run
+/// has no strict one (`compat = 'reference'`, whose rewrite is the
+/// reference's, or `discard_params` off, where they are one).
 pub const REWRITES: [(&str, &str, &str); 6] = [
     (
         "url",
-        "g.{c} IS NOT coalesce(p.rewrite_url, p.canonical_url)",
-        "coalesce(p.rewrite_url, p.canonical_url)",
+        "g.{c} IS NOT coalesce(p.rewrite_url, p.strict_url, p.canonical_url)",
+        "coalesce(p.rewrite_url, p.strict_url, p.canonical_url)",
     ),
     ("domain", "g.{c} IS NOT p.domain", "p.domain"),
     (
