@@ -86,6 +86,10 @@ def main(so, version, platform, outdir):
         'Requires-Dist: pyarrow>=11; extra == "spark"\n'
         'Requires-Dist: pandas<3,>=2.2; extra == "spark"\n'
         'Requires-Dist: numpy; extra == "spark"\n'
+        # `pip install "<the wheel>[scrapy]"`: the Scrapy middleware and item
+        # pipeline (sqlite_dedup.scrapy).
+        "Provides-Extra: scrapy\n"
+        'Requires-Dist: scrapy>=2.11; extra == "scrapy"\n'
         "Description-Content-Type: text/markdown\n\n" + readme).encode()
     files[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: sqlite-dedup scripts/build_wheel.py\n"
                               f"Root-Is-Purelib: false\nTag: py3-none-{platform}\n").encode()

@@ -165,6 +165,22 @@ def print_plan(planned):
             print(f"  would remove rowid {e['rowid']} ({e['url']}): {e['reason']}{kept}")
 
 
+def settings_of(args):
+    """The settings the flags give (those not given left out)."""
+    flag = lambda name: getattr(args, name, None)  # noqa: E731 (run's own flags)
+    return {k: v for k, v in {
+        "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
+        "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
+        "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
+        "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
+        "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
+        "boilerplate_min_pages": args.boilerplate_min_pages,
+        "url_rules": args.url_rules, "lsh_election": args.lsh_election,
+        "busy_timeout": args.busy_timeout, "against": args.against,
+        "fix_urls": True if flag("fix_urls") else None,
+        "full": True if flag("full") else None}.items() if v is not None}
+
+
 def main(argv=None):
     """The `sqlite-dedup` command: parses `argv` (default: the process's
     arguments), runs the subcommand named and returns its exit code."""
@@ -174,7 +190,9 @@ def main(argv=None):
         return spark_main(argv[1:])
     parser = argparse.ArgumentParser(prog="sqlite-dedup", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)  # the settings, for run and plan
+    # The settings, for run, plan and similar (each as the run reads it);
+    # then the flags of run and plan alone.
+    common = argparse.ArgumentParser(add_help=False)
     common.add_argument("db")
     common.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
     common.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
@@ -192,13 +210,6 @@ def main(argv=None):
     common.add_argument("--against", metavar="DB",
                      help="also compare with another database's pages (a path, opened read-only and left "
                           "as it is); only this database's pages are removed (docs/crawl-time.md)")
-    common.add_argument("--fix-urls", action="store_true",
-                     help="probe the hosts not probed yet (as fix-urls does) and canonicalize by their answers: "
-                          "http -> https, www. dropped, where the host serves so (setting fix_urls)")
-    common.add_argument("--full", action="store_true",
-                     help="compare every row even when only some are new since the last run (docs/incremental.md)")
-    common.add_argument("--dry-run", action="store_true",
-                     help="plan the run and print what it would remove, changing nothing (dedup_plan)")
     common.add_argument("--table", help="the table of pages (default pages)")
     common.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term over the table's columns that decides which copy survives, "
@@ -207,16 +218,24 @@ def main(argv=None):
                      help="the table's columns for the pipeline's names, e.g. '{\"url\": \"link\", \"parsed\": \"body\"}'")
     common.add_argument("--compat", choices=["reference", "none"],
                      help="'reference': the reference pipeline's behaviour exactly (default: none)")
-    common.add_argument("--json", action="store_true", help="print the report as JSON")
     common.add_argument("--busy-timeout", type=int, metavar="MS",
                      help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
-    common.add_argument("--secure-delete", choices=["on", "fast", "off"],
+    runs = argparse.ArgumentParser(add_help=False, parents=[common])
+    runs.add_argument("--fix-urls", action="store_true",
+                      help="probe the hosts not probed yet (as fix-urls does) and canonicalize by their answers: "
+                           "http -> https, www. dropped, where the host serves so (setting fix_urls)")
+    runs.add_argument("--full", action="store_true",
+                      help="compare every row even when only some are new since the last run (docs/incremental.md)")
+    runs.add_argument("--dry-run", action="store_true",
+                      help="plan the run and print what it would remove, changing nothing (dedup_plan)")
+    runs.add_argument("--json", action="store_true", help="print the report as JSON")
+    runs.add_argument("--secure-delete", choices=["on", "fast", "off"],
                      help="PRAGMA secure_delete for the run (default: as SQLite was built; Debian: on). "
                           "'fast' makes the writes about a third faster there: freed pages keep their old "
                           "bytes until reused (the removed rows are in dedup_removed anyway)")
-    sub.add_parser("run", parents=[common],
+    sub.add_parser("run", parents=[runs],
                    help="deduplicate the pages of DB (one transaction; nothing changes on error)")
-    sub.add_parser("plan", parents=[common],
+    sub.add_parser("plan", parents=[runs],
                    help="what a run would remove, per phase and per domain, with examples; changes nothing")
     restore = sub.add_parser("restore", help="undo the latest run")
     restore.add_argument("db")
@@ -231,12 +250,15 @@ def main(argv=None):
     report = sub.add_parser("report", help="a review page of what the runs removed, as one HTML file")
     report.add_argument("db")
     report.add_argument("-o", "--output", default="report.html", help="the file to write (default report.html)")
-    similar = sub.add_parser("similar", help="what the next run would do with a page, before it is stored "
-                                             "(dedup_similar; changes nothing)")
-    similar.add_argument("db")
+    similar = sub.add_parser("similar", parents=[common],
+                             help="what the next run would do with a page, before it is stored "
+                                  "(dedup_similar; changes nothing; the settings go on top of the last run's)")
     similar.add_argument("url", help="the page's URL")
     similar.add_argument("file", nargs="?", default="-", help="the page's content (HTML or text; default: stdin)")
     similar.add_argument("--title", help="the page's title")
+    similar.add_argument("--page", metavar="JSON",
+                         help="the page's other columns as a JSON object, e.g. '{\"crawled\": \"2026-12-01\", "
+                              "\"category\": \"external\"}' (the pipeline's names or the table's)")
     similar.add_argument("--json", action="store_true", help="print the answer as JSON")
     fix = sub.add_parser("fix-urls", help="probe each host: does https answer, does the host without www. "
                                           "serve the same (kept in dedup_url_fixes; run --fix-urls uses them)")
@@ -262,17 +284,7 @@ def main(argv=None):
     conn = connect(args.db)
     try:
         if args.command in ("run", "plan"):
-            settings = {k: v for k, v in {
-                "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
-                "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
-                "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
-                "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
-                "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
-                "boilerplate_min_pages": args.boilerplate_min_pages,
-                "url_rules": args.url_rules, "lsh_election": args.lsh_election,
-                "busy_timeout": args.busy_timeout, "against": args.against,
-                "fix_urls": True if args.fix_urls else None,
-                "full": True if args.full else None}.items() if v is not None}
+            settings = settings_of(args)
             if args.busy_timeout is not None:
                 # (The connection's own timeout comes first: Python's is 5 s.)
                 sqlite_dedup._lend_busy_timeout(conn, args.busy_timeout)
@@ -373,10 +385,25 @@ def main(argv=None):
             except (OSError, UnicodeDecodeError) as e:
                 print(f"sqlite-dedup: cannot read the page from {args.file!r}: {e}", file=sys.stderr)
                 return 1
-            found = sqlite_dedup.similar(conn, text, args.url, page={"title": args.title} if args.title else None)
+            page = {}
+            if args.page:
+                try:
+                    page = json.loads(args.page)
+                except ValueError as e:
+                    print(f"sqlite-dedup: --page must be a JSON object of the page's columns, got {args.page!r:.80} "
+                          f"({e})", file=sys.stderr)
+                    return 1
+                if not isinstance(page, dict):
+                    print(f"sqlite-dedup: --page must be a JSON object of the page's columns, got {args.page!r:.80}",
+                          file=sys.stderr)
+                    return 1
+            if args.title:
+                page["title"] = args.title
+            found = sqlite_dedup.similar(conn, text, args.url, page=page or None, **settings_of(args))
             if args.json:
                 print(json.dumps(found, indent=1))
-            elif not found:
+                return 0
+            if not found:
                 print("new: no stored page decides its fate")
             for m in found:
                 ratio = f" (ratio {m['ratio']:.4f})" if m["ratio"] is not None else ""

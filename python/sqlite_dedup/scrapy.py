@@ -52,9 +52,13 @@ import datetime
 import random
 import sqlite3
 
-from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import TextResponse
+try:
+    from scrapy import signals
+    from scrapy.exceptions import IgnoreRequest, NotConfigured
+    from scrapy.http import TextResponse
+except ImportError as e:  # (the extra not installed)
+    raise ImportError(f"sqlite_dedup.scrapy needs Scrapy ({e}): pip install \"sqlite-dedup[scrapy]\" "
+                      "(or pip install scrapy)") from None
 
 from ._loader import load
 from ._sql import quoted

@@ -122,6 +122,29 @@ print(json.dumps({{"report": report, "why": sqlite_dedup.explain(conn, removed),
     assert bad.returncode == 1 and "threshold must be in [0.0, 1.0], got 1.5" in bad.stderr
 
 
+def test_the_wheel_carries_the_scrapy_layer_as_an_extra(tmp_path, dist):
+    """Issue 77: `pip install "sqlite-dedup[scrapy]"`. The extra names
+    Scrapy; without it, importing the layer says how to get it; with it
+    (installed from this machine's own Scrapy: a venv that sees the system's
+    packages, no index), the middleware and pipeline import."""
+    import zipfile
+    with zipfile.ZipFile(our_wheel(dist)) as w:
+        meta = w.read(f"sqlite_dedup-{dist['version']}.dist-info/METADATA").decode()
+    assert "Provides-Extra: scrapy" in meta and 'Requires-Dist: scrapy>=2.11; extra == "scrapy"' in meta
+    bare = installed(tmp_path, dist)
+    imp = subprocess.run([f"{bare}/python", "-c", "import sqlite_dedup.scrapy"], capture_output=True, text=True)
+    assert imp.returncode == 1 and 'pip install "sqlite-dedup[scrapy]"' in imp.stderr, imp.stderr
+    if subprocess.run([PYTHON, "-c", "import scrapy"], capture_output=True).returncode:
+        if os.environ.get("CI"):
+            pytest.fail("needs scrapy for the system's python3 (tests/install installs it)")
+        pytest.skip("needs scrapy for the system's python3 (tests/install installs it)")
+    bin_ = venv(tmp_path, "with-scrapy", system=True)
+    subprocess.run([f"{bin_}/pip", "install", "-q", "--no-index", our_wheel(dist) + "[scrapy]"], check=True)
+    ok = subprocess.run([f"{bin_}/python", "-c", "from sqlite_dedup.scrapy import AvoidDupContentMiddleware, "
+                         "DedupPipeline; print('ok')"], capture_output=True, text=True)
+    assert ok.stdout.strip() == "ok", ok.stderr
+
+
 def test_the_wheel_carries_the_spark_layer_as_an_extra(tmp_path, dist):
     import zipfile
     with zipfile.ZipFile(our_wheel(dist)) as w:

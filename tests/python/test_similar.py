@@ -318,3 +318,37 @@ def test_no_copy_of_the_asked_page_is_left_in_the_file_or_its_wal(tmp_path, jour
     assert conn.execute("PRAGMA cache_spill").fetchone()[0] == spill  # (put back)
     conn.close()
     assert copies() == 0
+
+
+def test_the_command_takes_every_setting_and_the_pages_columns_and_answers_as_the_api(tmp_path, sqlite_dedup):
+    """Issue 77: `sqlite-dedup similar` had only --title and --json, so it
+    answered otherwise than the Python API for the same page. It takes every
+    setting `run` takes and the page's columns (--page), and answers as
+    `sqlite_dedup.similar` does. A light edit of a stored page on another
+    host: in window mode it is never compared (new); with --near-mode lsh,
+    the index's mode here, it is removed for the stored page."""
+    import os
+    import subprocess
+    db, conn, pool = demo_part(tmp_path, random.Random(12), 300)
+    conn.execute("""SELECT dedup_run('{"near_mode": "lsh"}')""").fetchone()
+    # (The stored page first in URL order, the copy's URL last: in window
+    # mode far more than `distance` rows apart.)
+    rowid, url, content = conn.execute(
+        "SELECT rowid, url, content FROM pages WHERE length(content) > 2000 ORDER BY url LIMIT 1").fetchone()
+    copy = content + " A line the mirror adds."
+    page = {"crawled": "2031-01-01 00:00:00", "category": "external"}
+    env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
+    run = [os.environ.get("DEDUP_PYTHON", "/usr/bin/python3"), "-m", "sqlite_dedup", "similar", db,
+           "https://zzz-mirror.example.org/elsewhere", "--page", json.dumps(page), "--json"]
+    for flags, settings in (([], {}), (["--near-mode", "window"], {"near_mode": "window"}),
+                            (["--threshold", "0.95", "--near-mode", "lsh"], {"threshold": 0.95, "near_mode": "lsh"})):
+        out = subprocess.run(run + flags, input=copy, capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        api = sqlite_dedup.similar(conn, copy, "https://zzz-mirror.example.org/elsewhere", page=page, **settings)
+        assert json.loads(out.stdout) == api, (flags, out.stdout, api)
+        if settings.get("near_mode") == "window":
+            assert api == [], api
+        else:
+            assert [(m["rowid"], m["phase"], m["survivor"]) for m in api] == [(rowid, 4, "kept")], api
+    bad = subprocess.run(run[:-3] + ["--page", "[1, 2]"], input=copy, capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and "--page must be a JSON object of the page's columns" in bad.stderr
