@@ -16,7 +16,9 @@ REFERENCE_COLUMNS = [
     ("stemmed", "LIST"), ("vectorized", "ARRAY"), ("wayback", "TEXT"), ("crawled", "DATETIME"),
     ("content_hash", "TEXT"),
 ]
-# What a run may rewrite or fill in a surviving row.
+# What a run may rewrite or fill in a surviving row: columns of every run's
+# table here, so that each kept page has them (the Wayback wrapper kept in
+# `wayback` when the URL becomes the archived one).
 REWRITTEN = ["url", "domain", "wayback", "parsed", "content_hash", "length"]
 
 
@@ -28,17 +30,18 @@ def dedup(pages, **settings):
     holding the pages in this order, nothing written anywhere.
 
     Returns a dict: `kept`, the surviving pages in their order (each a copy,
-    with the URL, domain and wayback the run gave it, and parsed,
-    content_hash and length filled where they were missing); `removed`, one
-    dict per removed page in its order (`index` in `pages`, `page`, the
-    dict given, `phase`, `reason`, `survivor` and `final_survivor`, indexes
-    in `pages` or None, `ratio`); `report`, the run's report.
+    with `_index`, its index in `pages`, the URL, domain and wayback the
+    run gave it, and parsed, content_hash and length: the page's own, or
+    filled by the run); `removed`, one dict per removed page in its order
+    (`index` in `pages`, `page`, the dict given, `phase`, `reason`,
+    `survivor` and `final_survivor`, indexes in `pages` or None, `ratio`);
+    `report`, the run's report.
 
     A datetime or date value is stored as Python's sqlite3 adapter writes
     it (`str(value)`); a list or dict as JSON. Raises TypeError for pages
-    that are not dicts of such values (naming the page and key) and the
-    run's error (naming the page as a rowid, `index + 1`) for a page it
-    refuses."""
+    that are not dicts of such values, or have no `url` key (naming the
+    page and key), and the run's error for a page it refuses (naming the
+    page as `pages[i]`)."""
     if isinstance(pages, (str, bytes, dict)) or not hasattr(pages, "__iter__"):
         raise TypeError(f"dedup: pages must be a list of dicts, got {type(pages).__name__}")
     pages = list(pages)
@@ -54,31 +57,51 @@ def dedup(pages, **settings):
         insert = (f"INSERT INTO pages (rowid, {', '.join(map(_quoted, names))}) "
                   f"VALUES ({', '.join('?' * (len(names) + 1))})")
         conn.execute("BEGIN")
-        for row in rows:
-            conn.execute(insert, row)
+        conn.executemany(insert, rows)
         conn.execute("COMMIT")
-        conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+        try:
+            conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
+        except Exception as e:
+            raise type(e)(_in_list_words(str(e))) from None
         report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
-        rewritten = [n for n in REWRITTEN if n in names]
         kept = []
-        for rowid, *values in conn.execute(
-                f"SELECT rowid, {', '.join(map(_quoted, rewritten)) or 'NULL'} FROM pages ORDER BY rowid"):
+        at = {n: k + 1 for k, n in enumerate(names)}
+        for row in conn.execute(f"SELECT rowid, {', '.join(map(_quoted, names))} FROM pages ORDER BY rowid"):
+            rowid = row[0]
             page, given = dict(pages[rowid - 1]), rows[rowid - 1]
-            for name, value in zip(rewritten, values):
-                if value != given[names.index(name) + 1]:
+            for name in REWRITTEN:
+                value = row[at[name]]
+                if value != given[at[name]] or (name not in page and value is not None):
                     page[name] = value
+            page["_index"] = rowid - 1
             kept.append(page)
+        # (Each removal's final survivor: its survivors followed while they
+        # were removed in turn, in the same or a later phase, as dedup_why
+        # follows them; read from the archive once, not per row.)
+        archived = conn.execute("SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio "
+                                "FROM dedup_removed ORDER BY dedup_rowid").fetchall()
+        by_rowid = {r[0]: r for r in archived}
         removed = []
-        for rowid, phase, reason, survivor, final, ratio in conn.execute(
-                "SELECT d.dedup_rowid, d.dedup_phase, d.dedup_reason, d.dedup_survivor, w.final_survivor, d.dedup_ratio "
-                "FROM dedup_removed AS d LEFT JOIN dedup_why AS w ON w.rowid = d.dedup_rowid AND w.run = d.dedup_run "
-                "ORDER BY d.dedup_rowid"):
+        for rowid, phase, reason, survivor, ratio in archived:
+            final, depth, last_phase = survivor, 0, phase
+            while final in by_rowid and by_rowid[final][1] >= last_phase and depth < 100:
+                last_phase, final = by_rowid[final][1], by_rowid[final][3]
+                depth += 1
             removed.append({"index": rowid - 1, "page": pages[rowid - 1], "phase": phase, "reason": reason,
                             "survivor": None if survivor is None else survivor - 1,
                             "final_survivor": None if final is None else final - 1, "ratio": ratio})
         return {"kept": kept, "removed": removed, "report": report}
     finally:
         conn.close()
+
+
+def _in_list_words(message):
+    """A run's error as the list's: `pages[i]` for the row whose rowid is
+    i + 1, and no table the caller never made."""
+    import re
+    message = re.sub(r"\b(?:the row whose rowid is|rowid) (\d+)",
+                     lambda m: f"pages[{int(m.group(1)) - 1}]", message)
+    return message.replace('table "pages"', "the list of pages").replace("table 'pages'", "the list of pages")
 
 
 def _columns(pages):
@@ -92,7 +115,10 @@ def _columns(pages):
             if not isinstance(key, str):
                 raise TypeError(f"dedup: pages[{i}] has a key that is not a str: {key!r}")
             seen.setdefault(key.lower(), key)
-    known = [n for n, _ in REFERENCE_COLUMNS if n in seen]
+    for i, page in enumerate(pages):
+        if not any(isinstance(k, str) and k.lower() == "url" for k in page):
+            raise TypeError(f"dedup: pages[{i}] has no 'url' key: each page needs its URL (None for none)")
+    known = [n for n, _ in REFERENCE_COLUMNS if n in seen or n in REWRITTEN]
     return known + [k for low, k in seen.items() if low not in dict(REFERENCE_COLUMNS)]
 
 

@@ -91,7 +91,9 @@ def test_python_values_and_hand_checked_survivors(sqlite_dedup):
     ([{"url": "https://a.example/"}], {"table": "x"}, TypeError, "the list path has none"),
     ([{"url": "https://a.example/", "content": "x"}], {"treshold": 0.8}, sqlite3.OperationalError,
      r"unknown setting in the settings argument, got 'treshold' \(did you mean threshold\?\)"),
-    ([{"content": "no url"}], {}, sqlite3.OperationalError, "url"),
+    # (Issue 77: a missing url was an error about a table the user never made.)
+    ([{"url": "https://a.example/", "content": "x"}, {"content": "no url"}], {}, TypeError,
+     r"dedup: pages\[1\] has no 'url' key"),
 ])
 def test_bad_pages_are_named(sqlite_dedup, pages, settings, error, message):
     with pytest.raises(error, match=message):
@@ -105,3 +107,27 @@ def test_the_docs_example_runs(sqlite_dedup):
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/crawl-time.md", "exec"), {})
+
+
+def test_kept_pages_carry_their_index_and_every_column_the_run_fills(sqlite_dedup):
+    """Issue 77: the kept dicts lacked the `domain`, `parsed`,
+    `content_hash` and `length` the docs promise, carried no index back to
+    the input, and a Wayback URL lost its archive address. Hand-checked:
+    the archived page's URL becomes the one it wraps and `wayback` keeps the
+    wrapper; parsed is the visible text, its hash the SHA-1 of the
+    normalized text."""
+    import hashlib
+    wrapped = "https://web.archive.org/web/20160225130000/https://a.example/history"
+    pages = [{"url": wrapped, "content": "<p>The history of the harbour.</p>"},
+             {"url": "https://b.example/trams", "content": "Trams run every six minutes."}]
+    out = sqlite_dedup.dedup(pages)
+    first, second = out["kept"]
+    assert (first["_index"], second["_index"]) == (0, 1)
+    assert first["url"] == "https://a.example/history" and first["wayback"] == wrapped
+    assert first["domain"] == "a.example" and second["domain"] == "b.example"
+    assert first["parsed"] == "the history of the harbour."  # (normalized, as the reference prepares it)
+    assert second["content_hash"] == hashlib.sha1(b"trams run every six minutes.").hexdigest()
+    assert (first["length"], second["length"]) == (len("the history of the harbour."),
+                                                   len("trams run every six minutes."))
+    assert "_index" not in pages[0] and "wayback" not in pages[0]
+
