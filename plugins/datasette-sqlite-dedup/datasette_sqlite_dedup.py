@@ -57,5 +57,26 @@ async def review(datasette, request):
 
 
 @hookimpl
+def database_actions(datasette, actor, database, request):
+    """A link to the review page in the database page's actions, for a
+    database a run has written to and an actor who may read the review."""
+    async def inner():
+        db = datasette.get_database(database)
+        if not await db.table_exists("dedup_runs"):
+            return []
+
+        def pages_table(conn):
+            from sqlite_dedup.review import pages_table_of
+            return pages_table_of(conn)
+
+        table = await db.execute_fn(pages_table)
+        if not await _allowed(datasette, actor, database, SHOWN_TABLES + (table,)):
+            return []
+        return [{"href": datasette.urls.path(f"/-/dedup-review/{urllib.parse.quote(database, safe='')}"),
+                 "label": "Review what sqlite-dedup removed"}]
+    return inner
+
+
+@hookimpl
 def register_routes():
     return [(r"^/-/dedup-review/(?P<database>[^/]+)$", review)]

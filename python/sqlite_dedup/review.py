@@ -231,7 +231,8 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
             FROM dedup_why AS w
             JOIN dedup_removed AS d ON d.dedup_rowid = w.rowid AND d.dedup_run = w.run
             LEFT JOIN {quoted} AS p ON p.rowid = w.final_survivor
-            ORDER BY w.run DESC, w.phase, w.rowid LIMIT {SHOWN}""").fetchall() if "dedup_notes" in has else []
+            ORDER BY w.run DESC, w.phase IN (1, 5), w.phase, w.rowid LIMIT {SHOWN}""").fetchall() \
+        if "dedup_notes" in has else []
     domains = {}
     items = []
     budget = Budget()
@@ -263,7 +264,7 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
                else f'<code>sqlite-dedup explain DB {_number(rowid)}</code>')
             + '</small></td>'
             f'<td>{_esc(reason)}<br><small>{"; ".join(figures)}</small></td>'
-            f'<td>{_esc(elsewhere or "") if final is None else f"rowid {_number(final)}<br>" + _esc(final_url)}</td>'
+            f'<td>{_esc(elsewhere or "") if final is None else f"rowid {_number(final)}<br>" + _link(final_url)}</td>'
             f'<td>{diff}</td></tr>')
     apart = conn.execute("SELECT dedup_run, dedup_rowid, note FROM dedup_notes WHERE kind = 'kept apart' "
                          "ORDER BY dedup_run DESC, dedup_rowid LIMIT 200").fetchall() if "dedup_notes" in has else []
@@ -307,6 +308,7 @@ figure { display: inline-block; margin: 0 2em 1em 0; vertical-align: top; }
 {_bars(top_domains, "removed rows per domain (the pages listed below)")}
 <h2>Kept apart</h2><ul>{''.join(f"<li>run {_number(r)}, rowid {_number(k)}: {_esc(n)}</li>" for r, k, n in apart) or "<li>none</li>"}</ul>
 <h2>Removed pages and their final survivors</h2>
+<p>Those with a survivor first (phases 2 to 4, with the words that differ), then those a rule removed (phases 1 and 5).</p>
 <div class="filters">run <select id="run"><option value="">all</option>{options(sorted({str(r[1]) for r in rows}, key=lambda v: (len(v), v)))}</select>
 phase <select id="phase"><option value="">all</option>{options(sorted({str(r[2]) for r in rows}, key=lambda v: (len(v), v)))}</select>
 domain <select id="domain"><option value="">all</option>{options(sorted(domains))}</select>

@@ -3,12 +3,12 @@
 -- of the table, see src/sqlite/pipeline/run/against.rs) took part in
 -- every phase as the table's own; they never leave. A removal whose
 -- survivor is there keeps no survivor rowid (it is no row here): a
--- 'survivor elsewhere' note names it, as a Spark job's names a survivor in
--- another shard. The other rows' notes and phase 4's figures go; the
--- domain counts are the table's own.
+-- 'survivor elsewhere' note names it (its database, rowid and URL there),
+-- as a Spark job's names a survivor in another shard. The other rows' notes
+-- and phase 4's figures go; the domain counts are the table's own.
 INSERT INTO _dedup_notes
 SELECT x.source_rowid, 'survivor elsewhere', NULL, NULL,
-       'survivor in ' || o.name || ', rowid ' || a.their_rowid
+       'survivor in ' || o.name || ', rowid ' || a.their_rowid || coalesce(' (' || a.url || ')', '')
 FROM _dedup_removal AS x
 JOIN _dedup_against AS a ON a.rid = x.survivor
 CROSS JOIN _dedup_against_of AS o

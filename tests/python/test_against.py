@@ -106,11 +106,14 @@ def test_each_removal_is_one_runs_on_the_whole_file_and_names_its_survivor_there
     here = conn.execute("SELECT dedup_rowid, dedup_phase, dedup_reason, dedup_survivor, dedup_ratio "
                         "FROM dedup_removed ORDER BY dedup_rowid").fetchall()
     notes = dict(conn.execute("SELECT dedup_rowid, note FROM dedup_notes WHERE kind = 'survivor elsewhere'"))
+    original = sqlite3.connect(old)  # (its URLs as the other database holds them)
     assert [r[:3] + (r[4],) for r in here] == [r[:3] + (r[4],) for r in union]
     there = 0
     for (rowid, phase, _, survivor, _), (_, _, _, whole_survivor, _) in zip(here, union):
         if whole_survivor is not None and whole_survivor <= HALF:
-            assert survivor is None and notes[rowid] == f"survivor in old.db, rowid {whole_survivor}", rowid
+            there_url = original.execute("SELECT url FROM pages WHERE rowid = ?", (whole_survivor,)).fetchone()[0]
+            assert survivor is None and notes[rowid] == f"survivor in old.db, rowid {whole_survivor} ({there_url})", \
+                rowid
             there += 1
         else:
             assert survivor == whole_survivor and rowid not in notes, rowid

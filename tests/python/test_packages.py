@@ -384,6 +384,8 @@ async def main():
     link = r.text.split('class="explain" href="')[1].split('"')[0].replace("&amp;", "&")
     e = await ds.client.get(link.replace("?", ".json?") + "&_shape=array")
     print(e.status_code, json.dumps(e.json()[0]["reason"]))
+    r = await ds.client.get("/demo")
+    print("action", 'href="/-/dedup-review/demo"' in r.text and "Review what sqlite-dedup removed" in r.text)
     r = await ds.client.get("/-/dedup-review/nosuch")
     print(r.status_code)
     r = await ds.client.get("/-/dedup-review/demo")
@@ -409,14 +411,17 @@ asyncio.run(main())
     # The review page: every removed row of the run (test_review.py drives it in a browser).
     assert lines[3] == "200 355 False", lines[3]
     # Each removed page links to its row of dedup_why.
-    assert lines[4] == '200 "ignored: /user/"', lines[4]  # the page's first row: rowid 2, phase 1
-    assert lines[5] == "404"
+    # (The pages with a survivor and a diff first: the first row is one of phase 2.)
+    assert lines[4] == '200 "same canonical URL"', lines[4]
+    # The database's page links to its review (its actions menu).
+    assert lines[5] == "action True", lines[5]
+    assert lines[6] == "404"
     # Its policy allows no script but the page's own.
-    policy = json.loads(lines[6])
+    policy = json.loads(lines[7])
     assert policy and "default-src 'none'" in policy and "script-src 'sha256-" in policy, policy
-    assert lines[7:10] == ["/demo 403 False", "/demo/dedup_removed 403 False", "/-/dedup-review/demo 403 False"], \
-        lines[7:]
-    assert lines[10] == "admin 200 355", lines[10]
+    assert lines[8:11] == ["/demo 403 False", "/demo/dedup_removed 403 False", "/-/dedup-review/demo 403 False"], \
+        lines[8:]
+    assert lines[11] == "admin 200 355", lines[11]
 
 
 def test_the_datasette_review_page_runs_no_script_of_a_hostile_database(tmp_path, dist):

@@ -12,7 +12,7 @@
 //! alike; `sql/against/06_only_here.sql` then keeps the plan to this
 //! table's rows: a row of the other database never leaves, and a removal
 //! whose survivor is there names it in a `survivor elsewhere` note
-//! (`survivor in last-month.db, rowid 17`), as a Spark job names a survivor
+//! (`survivor in last-month.db, rowid 17 (https://a.example/x)`), as a Spark job names a survivor
 //! in another shard.
 //!
 //! Cost: one read of the other table and a copy of its rows into temp

@@ -209,7 +209,8 @@ fn plan_rows(
     let mut stmt = theirs.prepare(
         "SELECT r.source_rowid - ?1, r.phase, r.reason,
                 CASE WHEN r.survivor >= ?3 THEN r.survivor - ?1 END, r.ratio, NULL,
-                CASE WHEN r.survivor < ?3 THEN 'survivor in ' || ?2 || ', rowid ' || r.survivor END
+                CASE WHEN r.survivor < ?3 THEN 'survivor in ' || ?2 || ', rowid ' || r.survivor
+                  || coalesce(' (' || (SELECT s.url FROM temp._dedup_source AS s WHERE s.rid = r.survivor) || ')', '') END
          FROM temp._dedup_removal AS r WHERE r.source_rowid >= ?3
          UNION ALL
          SELECT p.source_rowid - ?1, NULL, NULL, NULL, NULL, p.rewrite_url,

@@ -162,7 +162,7 @@ pub struct PlanRow {
     pub ratio: Option<f64>,
     /// A page kept apart: the URL it keeps.
     pub rewrite_url: Option<String>,
-    /// For explain (`survivor in old.db, rowid 17`).
+    /// For explain (`survivor in old.db, rowid 17 (https://a.example/x)`).
     pub note: Option<String>,
 }
 
