@@ -100,6 +100,31 @@ def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
     assert out == ["dedup: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
 
 
+def test_a_strangers_database_makes_the_scrapy_layer_do_no_more_than_its_triggers_could(tmp_path):
+    """The crawl database the middleware and the pipeline open may be
+    someone else's: a table name in dedup_settings built to break out of
+    its quotes names a table (both store there, its quotes intact); the
+    pages table is untouched."""
+    needs("scrapy")
+    code = ("import sqlite3\n"
+            "from scrapy.http import HtmlResponse, Request\n"
+            "from sqlite_dedup.scrapy import AvoidDupContentMiddleware as M, DedupPipeline as D\n"
+            "c = sqlite3.connect(sys.argv[2])\n"
+            "c.execute('CREATE TABLE pages (url TEXT, content TEXT)')\n"
+            "c.execute(\"INSERT INTO pages VALUES ('https://a.example/', 'kept')\")\n"
+            "c.execute('CREATE TABLE dedup_settings (key TEXT PRIMARY KEY, value)')\n"
+            "c.execute(\"INSERT INTO dedup_settings VALUES ('table', 'x\\\"; DROP TABLE pages; --')\"); c.commit()\n"
+            "m = M(sys.argv[2])\n"
+            "req = Request('http://127.0.0.1:1/a', meta={'avoid_dup_content': True})\n"
+            "m.process_response(req, HtmlResponse(req.url, body=b'<p>Some text.</p>', request=req)); m.close()\n"
+            "d = D(sys.argv[2]); d.process_item({'url': 'http://127.0.0.1:1/b', 'content': 'Other text.'}); d.close_spider()\n"
+            "print(sorted(n for (n,) in c.execute(\"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'dedup%'\")))\n"
+            "print(c.execute('SELECT count(*) FROM pages').fetchone()[0])\n"
+            "print(c.execute('SELECT count(*) FROM \"x\"\"; DROP TABLE pages; --\"').fetchone()[0])\n")
+    out = printed(tmp_path, code, tmp_path / "crawl.db")
+    assert out == ["['pages', 'x\"; DROP TABLE pages; --']", "1", "2"], out
+
+
 def recrawl(tmp_path, tag, served, pages, which, db, settings):
     """One link-following crawl of `pages` (served) with middleware `which`
     and more Scrapy `settings`, in a process of its own: its result."""
