@@ -66,6 +66,11 @@ from ._sql import quoted
 META_KEY = "avoid_dup_content"
 
 
+def _now():
+    """Now, in UTC, as `crawled` holds it."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _pages_table(conn):
     """The table the database's settings name, else `pages`."""
     has_settings = conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_settings'").fetchone()[0]
@@ -210,6 +215,10 @@ class DedupPipeline:
       closes, so that the next crawl is asked against this one,
     - `AVOID_DUP_CONTENT_JOURNAL` ("wal"), as the middleware's.
 
+    An item without `crawled` is dated when the crawl started (one date for
+    the crawl: among its own copies the election's other rules decide, not
+    the second each arrived in; a page of an earlier crawl is older).
+
     Until the database has an index (a first `dedup_run()`), items are
     stored unchecked (stat `dedup/unchecked`, a warning once). Stats:
     `dedup/dropped`, `dedup/stored`, `dedup/unchecked`. An item without its
@@ -240,6 +249,7 @@ class DedupPipeline:
                           "(url TEXT, title TEXT, content TEXT, crawled TEXT)")
         self.columns = {r[1].lower(): r[1] for r in self.conn.execute(f"PRAGMA table_info({quoted(self.table)})")}
         self.warned = False
+        self.started = _now()
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -254,8 +264,9 @@ class DedupPipeline:
             stats=crawler.stats)
         return pipeline
 
-    def open_spider(self, spider):
+    def open_spider(self, spider=None):
         self.logger = getattr(spider, "logger", None)
+        self.started = _now()
 
     def process_item(self, item, spider=None):
         from scrapy.exceptions import DropItem
@@ -314,7 +325,7 @@ class DedupPipeline:
                     and field not in self.fields.values() and isinstance(value, (str, int, float)):
                 row[self.columns[field.lower()]] = value
         if "crawled" in self.columns and self.columns["crawled"] not in row:
-            row[self.columns["crawled"]] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+            row[self.columns["crawled"]] = self.started
         return row
 
     def _indexed(self):

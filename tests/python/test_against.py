@@ -305,7 +305,8 @@ def test_the_index_is_not_used_where_it_would_answer_otherwise(tmp_path):
     assert "through its index" not in run(new, against=old)
 
 
-@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "byte copy", "vacuumed copy", "copy of a part"])
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "byte copy", "vacuumed copy",
+                                 "vacuumed copy with gaps", "copy of a part"])
 @pytest.mark.parametrize("indexed", [False, True], ids=["copied", "indexed"])
 def test_the_tables_own_database_is_refused_by_any_path_or_copy(tmp_path, how, indexed):
     """Issue 76: a hard link to the run's own file removed every page (20 of
@@ -325,8 +326,11 @@ def test_the_tables_own_database_is_refused_by_any_path_or_copy(tmp_path, how, i
     elif how == "hard link":
         os.link(db, other)
     else:
+        if how == "vacuumed copy with gaps":  # (VACUUM renumbers the rowids: only the rows' order is kept)
+            with sqlite3.connect(db) as c:
+                c.execute("DELETE FROM pages WHERE rowid % 5 = 0")
         shutil.copy(db, other)
-        if how == "vacuumed copy":
+        if how.startswith("vacuumed copy"):
             with sqlite3.connect(other) as c:
                 c.execute("CREATE TABLE padding (x)")
             sqlite3.connect(other).execute("VACUUM")

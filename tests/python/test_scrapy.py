@@ -205,4 +205,3 @@ def test_the_item_pipeline_drops_what_the_next_run_would_remove_and_stores_the_r
     # The close's run removed of the second crawl's rows only those a page
     # stored after them took the place of (its answer then said "new").
     assert all(phase in (2, 3, 4) and survivor > rowid for rowid, survivor, phase in gone), gone[:5]
-    assert len(gone) < 0.1 * kept, (len(gone), kept)

@@ -794,17 +794,25 @@ def test_pages_kept_apart_are_named_by_the_parameters_that_tell_them_apart(spark
 
 
 def test_a_shard_given_twice_by_any_path_is_refused_before_anything_changes(package, tmp_path):
-    """`spark run a.db b.db a.db` (or a.db by a link, or a byte-identical
-    copy) would remove every page of a.db as a duplicate of its copy."""
+    """`spark run a.db b.db a.db` (or a.db by a link, a byte-identical copy,
+    or a copy by content) would remove every page of a.db as a duplicate of
+    its copy."""
     shards = split(P.DEMO, tmp_path, [0.5])
     link = str(tmp_path / "link.db")
     os.symlink(shards[0], link)
     copy = str(tmp_path / "copy.db")
     shutil.copy(shards[1], copy)
+    # (Issue 76: a copy by content, whose bytes differ: a table added, a VACUUM.)
+    vacuumed = str(tmp_path / "vacuumed.db")
+    shutil.copy(shards[1], vacuumed)
+    with sqlite3.connect(vacuumed) as c:
+        c.execute("CREATE TABLE notes (x)")
+    sqlite3.connect(vacuumed).execute("VACUUM")
     before = [dump(p) for p in shards]
     for args, named in [([shards[0], shards[1], shards[0]], "same file"),
                         ([shards[0], shards[1], link], "same file"),
-                        ([shards[0], shards[1], copy], "byte-identical copy")]:
+                        ([shards[0], shards[1], copy], "byte-identical copy"),
+                        ([shards[0], shards[1], vacuumed], "by content (the same rows in the same order)")]:
         run = spark_cli(package, [*args, "--master", "local[2]"], timeout=120)
         assert run.returncode == 1, run.stderr
         assert named in run.stderr and "nothing was changed" in run.stderr, run.stderr

@@ -285,7 +285,7 @@ def run(spark, shard_paths, settings=None, partition_rows=None, progress=None):
     `progress`, a function of one string, is told each step as it ends."""
     settings_json = _settings_json(settings)
     paths = [os.path.abspath(p) for p in shard_paths]
-    problem = _shards.repeated(paths)
+    problem = _shards.repeated(paths, _settings_value(settings_json, "table", "pages"))
     if problem:
         raise ValueError(f"sqlite-dedup spark: {problem}; nothing was changed")
     sc = spark.sparkContext

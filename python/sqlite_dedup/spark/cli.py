@@ -63,11 +63,12 @@ def main(argv=None):
     """`sqlite-dedup spark`: parses `argv`, runs the job on the shards named
     and returns its exit code."""
     args = parser().parse_args(argv)
-    problems = [p for p in map(database_problem, args.shards) if p] or [p for p in [repeated(args.shards)] if p]
+    settings = settings_of(args)
+    problems = [p for p in map(database_problem, args.shards) if p] or [
+        p for p in [repeated(args.shards, settings.get("table") or "pages")] if p]
     if problems:
         print(f"sqlite-dedup spark: {problems[0]}; nothing was changed", file=sys.stderr)
         return 1
-    settings = settings_of(args)
     try:
         from pyspark.sql import SparkSession
     except ImportError:

@@ -252,16 +252,22 @@ pub(crate) fn refuse_a_copy(
     their: &Source,
     name: &str,
 ) -> Result<(), DedupError> {
-    let runs = |c: &Connection| -> Result<Vec<(i64, Value, Value)>, DedupError> {
+    // (With each run's row counts: the shards of one Spark job share its
+    // run number, time and settings, never all their counts.)
+    type Run = (i64, Value, Value, Value, Value);
+    let runs = |c: &Connection| -> Result<Vec<Run>, DedupError> {
         if crate::sqlite::pipeline::tables::schema::object_type(c, "dedup_runs")?.as_deref()
             != Some("table")
         {
             return Ok(Vec::new());
         }
-        let mut stmt =
-            c.prepare("SELECT run, finished, settings FROM main.dedup_runs ORDER BY run")?;
+        let mut stmt = c.prepare(
+            "SELECT run, finished, rows_before, rows_after, settings FROM main.dedup_runs ORDER BY run",
+        )?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     };
@@ -317,6 +323,38 @@ pub(crate) fn refuse_a_copy(
     let (Some(low), Some(high)) = (low, high) else {
         return Ok(());
     };
+    // A copy a VACUUM renumbered (a table with gaps): the same rows in the
+    // same order, rowids aside: its first and last 32, then its count.
+    let ends = |c: &Connection, s: &Source| -> Result<Vec<Vec<Value>>, DedupError> {
+        let mut rows = Vec::new();
+        for order in ["ASC", "DESC"] {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {cols} FROM {t} ORDER BY {r} {order} LIMIT 32",
+                cols = cols(s),
+                t = s.qualified(),
+                r = s.rowid
+            ))?;
+            let got = stmt
+                .query_map([], |r| {
+                    (0..3).map(|i| r.get(i)).collect::<Result<Vec<Value>, _>>()
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            rows.extend(got);
+        }
+        Ok(rows)
+    };
+    if ends(db, source)? == ends(theirs, their)? {
+        let theirs_n: i64 = theirs.query_row(
+            &format!("SELECT count(*) FROM {}", their.qualified()),
+            [],
+            |r| r.get(0),
+        )?;
+        if theirs_n == n {
+            return fail(format!(
+                "dedup: against {name} is this database by content (a copy: its table holds the same {n} rows in the same order, with the same URLs and texts), got {name}; every page here would be removed as a copy of itself. Nothing was changed"
+            ));
+        }
+    }
     let mut seek = db.prepare(&format!(
         "{here} WHERE {r} >= ?1 ORDER BY {r} LIMIT 1",
         r = source.rowid
