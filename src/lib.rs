@@ -13,7 +13,7 @@ pub mod core;
 pub mod sqlite;
 
 pub use crate::core::{hash, lcs, near_dups, similarity, sketch, text, url};
-pub use crate::sqlite::meta::MIN_SQLITE_VERSION;
+pub use crate::sqlite::functions::meta::MIN_SQLITE_VERSION;
 pub use crate::sqlite::register;
 
 #[cfg(feature = "loadable_extension")]
@@ -32,7 +32,7 @@ pub unsafe extern "C" fn sqlite3_dedup_init(
 ) -> std::os::raw::c_int {
     Connection::extension_init2(db, pz_err_msg, p_api, |db| {
         // Before anything can start the thread pool: see `stay_loaded`.
-        crate::sqlite::stay_loaded::pin();
+        crate::sqlite::ground::stay_loaded::pin();
         register(&db)?;
         Ok(false)
     })

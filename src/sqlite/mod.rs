@@ -1,38 +1,32 @@
-//! The SQLite bindings: argument checking, NULL handling and error messages
-//! around the pure algorithms of `crate::core`, the table-valued functions,
-//! and the pipeline runner that applies a run atomically.
+//! The SQLite bindings, from the top down (ARCHITECTURE.md draws them):
+//! the pipeline runner ([`pipeline`]) → the table-valued functions
+//! ([`vtab`]) → the URL learner ([`url_learner`]) → the run's settings
+//! ([`settings`]) → the tables a run reads and writes ([`tables`]) and the
+//! scalar functions ([`functions`]) → the [`ground`] they all stand on.
+//! Each room imports only rooms below it.
 
-pub mod control;
-pub mod drop_rules;
-pub mod interrupt;
-pub mod meta;
+pub mod functions;
+pub mod ground;
 pub mod pipeline;
-pub mod scalars;
-pub mod segments;
-pub mod sketches;
-pub mod sort_key;
-pub mod stay_loaded;
-pub mod url_chrome;
-pub mod url_learn;
-pub mod url_memory;
-pub mod url_model;
-pub mod url_rules;
-pub mod url_state;
+pub mod settings;
+pub mod tables;
+pub mod url_learner;
 pub mod vtab;
 
 use rusqlite::{Connection, Result};
 
 /// Registers every function and module of the extension on `db`.
 pub fn register(db: &Connection) -> Result<()> {
-    meta::register(db)?;
-    scalars::register_scalars(db)?;
-    sketches::register(db)?;
-    sort_key::register(db)?;
-    segments::register(db)?;
-    control::register(db)?;
-    let held = vtab::held_statements::Held::default();
+    ground::registrar::set(register);
+    functions::meta::register(db)?;
+    functions::scalars::register_scalars(db)?;
+    functions::sketches::register(db)?;
+    functions::sort_key::register(db)?;
+    functions::segments::register(db)?;
+    functions::control::register(db)?;
+    let held = ground::held::Held::default();
     vtab::register(db, held.clone())?;
     pipeline::register(db)?;
-    url_rules::register(db, held)?;
+    url_learner::functions::register(db, held)?;
     Ok(())
 }

@@ -139,3 +139,19 @@ def test_a_phase_script_drops_only_tables_that_may_not_exist():
         found += [(os.path.relpath(path, P.ROOT), m.group(0))
                   for m in re.finditer(r"DROP\s+(?:TABLE|INDEX)\s+(?!IF\s+EXISTS)\S+", text, re.I)]
     assert found == []
+
+
+def test_the_readmes_layout_names_files_and_rooms_that_exist():
+    """Issue 78: the README's Layout named `settings.rs` and `src/lcs.rs`
+    after they moved. Every file it names exists under src/ (by its name),
+    and every room of the bindings ARCHITECTURE.md draws is named."""
+    text = open(os.path.join(P.ROOT, "README.md"), encoding="utf-8").read()
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    files = {os.path.basename(p) for p in glob.glob(os.path.join(P.ROOT, "src", "**", "*.rs"), recursive=True)}
+    named = set(re.findall(r"`([a-z_0-9]+\.rs)`", layout))
+    assert named and not named - files, sorted(named - files)
+    rooms = set(re.findall(r"^\| \d+ \| `([a-z_]+)/` \|", page_section("The bindings' rooms"), flags=re.M))
+    assert {"pipeline", "vtab", "url_learner", "settings", "tables", "functions", "ground"} <= rooms, rooms
+    assert all(f"`{room}/`" in layout for room in rooms), [r for r in rooms if f"`{r}/`" not in layout]
+    for path in re.findall(r"`(src/[^`]+)`", text + open(os.path.join(P.ROOT, "Cargo.toml")).read()):
+        assert os.path.exists(os.path.join(P.ROOT, path.rstrip("/"))), path

@@ -109,7 +109,7 @@ def test_the_import_graph_is_read_right():
     # (So that the test above cannot pass by reading nothing.)
     g = graph()
     assert "core::near_dups" in g["core::pair_scan"]
-    assert "sqlite::pipeline::trace" in g["sqlite::pipeline::run::plan"]
+    assert "sqlite::ground::trace" in g["sqlite::pipeline::run::plan"]
     assert "sqlite::pipeline::incremental::index_state" in g["sqlite::pipeline::incremental::changes"]
     assert "core::similarity" in g["core::near_dups"]
     # A circle is found when there is one.
@@ -239,18 +239,28 @@ def test_no_two_python_modules_import_each_other():
     assert not found, "; ".join(" <-> ".join(c) for c in found)
 
 
-def pipeline_floors():
-    """The pipeline's rooms from ARCHITECTURE.md's table "The pipeline's
-    rooms": module path (`sqlite::pipeline::run`) -> its floor (1 the top)."""
+def floors_of(title, base):
+    """The rooms of ARCHITECTURE.md's table under `## title`: module path
+    (`base` + the folder or file named) -> its floor (1 the top)."""
     text = open(os.path.join(P.ROOT, "ARCHITECTURE.md"), encoding="utf-8").read()
-    section = text.split("## The pipeline's rooms", 1)[1].split("\n## ", 1)[0]
+    section = text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
     floors = {}
     for floor, cell in re.findall(r"^\| (\d+) \| ([^|]*) \|", section, flags=re.M):
         for name in re.findall(r"`([^`]+)`", cell):
-            name = name[len("pipeline/"):] if name.startswith("pipeline/") else name
-            module = "sqlite::pipeline::" + name.rstrip("/").removesuffix(".rs").replace("/", "::")
-            floors[module] = int(floor)
+            if base == "sqlite::pipeline::" and name.startswith("pipeline/"):
+                name = name[len("pipeline/"):]
+            floors[base + name.rstrip("/").removesuffix(".rs").replace("/", "::")] = int(floor)
     return floors
+
+
+def pipeline_floors():
+    """The pipeline's rooms ("The pipeline's rooms")."""
+    return floors_of("The pipeline's rooms", "sqlite::pipeline::")
+
+
+def bindings_floors():
+    """The rooms of `src/sqlite/` ("The bindings' rooms")."""
+    return floors_of("The bindings' rooms", "sqlite::")
 
 
 def room_of(module, floors):
@@ -288,10 +298,78 @@ def test_the_pipelines_rooms_import_only_rooms_below_them():
     assert not bad, "imports that point up or across a floor: " + "; ".join(f"{a} -> {b}" for a, b in bad)
     # (So that this cannot pass by reading nothing: the table is read, the
     # run imports the settings, and an import up would be seen.)
-    assert floors["sqlite::pipeline::functions"] < floors["sqlite::pipeline::run"] < floors["sqlite::pipeline::tables"]
-    assert "sqlite::pipeline::tables::schema" in g["sqlite::pipeline::run::plan"]
-    assert upward_imports({"sqlite::pipeline::tables::schema": {"sqlite::pipeline::run::plan"}}, floors) == [
-        ("sqlite::pipeline::tables::schema", "sqlite::pipeline::run::plan")]
+    assert floors["sqlite::pipeline::functions"] < floors["sqlite::pipeline::run"] \
+        < floors["sqlite::pipeline::incremental"] < floors["sqlite::pipeline::scripts"]
+    assert "sqlite::pipeline::incremental::run_kind" in g["sqlite::pipeline::run::plan"]
+    assert upward_imports({"sqlite::pipeline::incremental::index": {"sqlite::pipeline::run::plan"}}, floors) == [
+        ("sqlite::pipeline::incremental::index", "sqlite::pipeline::run::plan")]
+
+
+def test_the_bindings_rooms_import_only_rooms_below_them():
+    """Every module of src/sqlite is in a room of ARCHITECTURE.md's table of
+    the bindings' rooms (but the layer's root, which declares them and
+    registers everything), and imports only rooms on a lower floor (or its
+    own room's modules)."""
+    g, floors = graph(), bindings_floors()
+    for room in floors:
+        assert room in g, f"ARCHITECTURE.md names {room}, which is no module"
+    homeless = [m for m in g if m.startswith("sqlite::") and room_of(m, floors) is None]
+    assert not homeless, f"modules in no room of ARCHITECTURE.md: {homeless}"
+    bad = upward_imports(g, floors)
+    assert not bad, "imports that point up or across a floor: " + "; ".join(f"{a} -> {b}" for a, b in bad)
+    # (Read right: the table is read, and an import up would be seen.)
+    assert floors["sqlite::pipeline"] < floors["sqlite::vtab"] < floors["sqlite::url_learner"] \
+        < floors["sqlite::settings"] < floors["sqlite::tables"] < floors["sqlite::ground"]
+    assert "sqlite::ground::error" in g["sqlite::tables::schema"]
+    assert upward_imports({"sqlite::vtab::near_dups": {"sqlite::pipeline::run::progress"}}, floors) == [
+        ("sqlite::vtab::near_dups", "sqlite::pipeline::run::progress")]
+
+
+def ancestor_items(modules):
+    """Each module's uses of an item an ancestor module's own file defines
+    (`crate::sqlite::register` from within `sqlite::pipeline`, `crate::X`
+    of lib.rs): module -> the paths. A room calls nothing of the layer
+    above it; what its children share lives in a module of their own."""
+    found = {}
+    for module, path in modules.items():
+        here = module.split("::") if module else []
+        # (An inline module's `super::` is this file: its own items.)
+        own = set(re.findall(r"\b(?:fn|struct|enum|const|static|type|trait)\s+([A-Za-z_][A-Za-z0-9_]*)", code(path)))
+        for kind, rest in re.findall(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)", code(path)):
+            names = rest.split("::")[1:]
+            if kind == "crate":
+                base = names
+            else:
+                parent = here[:-1]
+                while names and names[0] == "super":
+                    names, parent = names[1:], parent[:-1]
+                base = parent + names
+            for end in range(len(base), -1, -1):
+                target = "::".join(base[:end])
+                if target in modules:
+                    ancestor = target == "" or (module + "::").startswith(target + "::")
+                    if ancestor and target != module and end < len(base) and module \
+                            and not (kind == "super" and base[end] in own):
+                        found.setdefault(module, set()).add("::".join(["crate"] + base[:end + 1]))
+                    break
+    return found
+
+
+def test_no_module_uses_an_ancestors_items():
+    found = ancestor_items(rust_modules())
+    assert not found, "; ".join(f"{m} uses {', '.join(sorted(n))}" for m, n in sorted(found.items()))
+    # (Seen when there: the layer's root called from a room, lib.rs's item from anywhere.)
+    seen = ancestor_items({"": os.path.join(SRC, "lib.rs"), "sqlite": os.path.join(SRC, "sqlite", "mod.rs"),
+                           "sqlite::pipeline::x": _written("fn f() { crate::sqlite::register(db); crate::VERSION; }")})
+    assert seen == {"sqlite::pipeline::x": {"crate::sqlite::register", "crate::VERSION"}}, seen
+
+
+def _written(text):
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), "x.rs")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def test_every_algorithm_module_says_what_it_computes_costs_and_follows():

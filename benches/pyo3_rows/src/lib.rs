@@ -10,7 +10,7 @@
 
 use dedup::core::arrow_columns::{encode, Column, Kind};
 use dedup::core::{hash, html, text, url};
-use dedup::sqlite::sort_key::sort_key;
+use dedup::sqlite::functions::sort_key::sort_key;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -11,8 +11,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
 use crate::core::arrow_columns::{encode, Column, Kind};
-use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error};
-use crate::sqlite::sort_key::sort_key;
+use crate::sqlite::functions::sort_key::sort_key;
+use crate::sqlite::ground::arguments::{check_arity, describe, int_arg, user_error};
 
 /// The columns of a row a run made elsewhere reads, in order, with what
 /// each holds ([`push_row`] makes them).
@@ -296,24 +296,29 @@ fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
 
 /// Registers `dedup_rows_arrow`.
 pub fn register(db: &Connection) -> Result<()> {
-    db.create_scalar_function(FUNCTION, -1, crate::sqlite::scalars::WRITES, |ctx| {
-        check_arity(ctx, FUNCTION, 2, 2)?;
-        let (lo, hi) = (bound(ctx, 0)?, bound(ctx, 1)?);
-        // Safety: the handle is the connection running this function, used
-        // on this thread for the duration of the call.
-        let db = unsafe { ctx.get_connection()? };
-        let exists: bool = db.query_row(
-            "SELECT count(*) FROM temp.sqlite_schema WHERE name = '_dedup_rows'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !exists {
-            return Err(user_error(
-                FUNCTION,
-                "no rows are prepared on this connection",
-                "no temp._dedup_rows (run dedup_prepare first)",
-            ));
-        }
-        batch(&db, lo, hi)
-    })
+    db.create_scalar_function(
+        FUNCTION,
+        -1,
+        crate::sqlite::ground::arguments::WRITES,
+        |ctx| {
+            check_arity(ctx, FUNCTION, 2, 2)?;
+            let (lo, hi) = (bound(ctx, 0)?, bound(ctx, 1)?);
+            // Safety: the handle is the connection running this function, used
+            // on this thread for the duration of the call.
+            let db = unsafe { ctx.get_connection()? };
+            let exists: bool = db.query_row(
+                "SELECT count(*) FROM temp.sqlite_schema WHERE name = '_dedup_rows'",
+                [],
+                |r| r.get(0),
+            )?;
+            if !exists {
+                return Err(user_error(
+                    FUNCTION,
+                    "no rows are prepared on this connection",
+                    "no temp._dedup_rows (run dedup_prepare first)",
+                ));
+            }
+            batch(&db, lo, hi)
+        },
+    )
 }

@@ -8,14 +8,14 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
 use super::run::{apply, kept_apart, phase1_arrow, plan, progress, report, restore, similar};
-use super::tables::schema;
 use super::{external as rows_arrow, scripts};
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::atomic::{atomically, Lock};
+use crate::sqlite::ground::error::DedupError;
 use crate::sqlite::pipeline::incremental::{index_bands, index_functions, snapshot};
-use crate::sqlite::pipeline::run::atomic::{atomically, Lock};
-use crate::sqlite::pipeline::settings::{self, values::Settings};
+use crate::sqlite::settings::{self, values::Settings};
+use crate::sqlite::tables::schema;
 
-use crate::sqlite::scalars::{check_arity, describe, int_arg, user_error, PURE, WRITES};
+use crate::sqlite::ground::arguments::{check_arity, describe, int_arg, user_error, PURE, WRITES};
 
 /// The settings JSON of argument 0, if given and not NULL.
 fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
@@ -57,7 +57,8 @@ fn read_settings(
 pub fn register(db: &Connection) -> Result<()> {
     progress::register(db)?;
     index_functions::register(db)?;
-    super::tables::identity::register(db)?;
+    crate::sqlite::tables::identity::register(db)?;
+    super::run::similar_table::register(db)?;
     index_bands::register(db)?;
     kept_apart::register(db)?;
     similar::register(db)?;
@@ -93,7 +94,7 @@ fn dedup_run(db: &Connection) -> Result<()> {
             // (The text before the commit: the commit is the call's last work.)
             apply::apply(db).map(|r| r.to_text())
         });
-        progress::end();
+        crate::sqlite::ground::progress::end();
         Ok(report?)
     })
 }
@@ -166,7 +167,7 @@ fn dedup_prepare(db: &Connection) -> Result<()> {
             let planned = plan::plan(db, &s)?;
             Ok::<i64, DedupError>(planned.rows_before)
         });
-        progress::end();
+        crate::sqlite::ground::progress::end();
         Ok(rows?)
     })
 }
@@ -211,7 +212,7 @@ fn dedup_apply_plan(db: &Connection) -> Result<()> {
             plan::plan(db, &s)?;
             apply::apply(db).map(|r| r.to_text())
         });
-        progress::end();
+        crate::sqlite::ground::progress::end();
         Ok(report?)
     })
 }
@@ -272,7 +273,7 @@ fn dedup_extra_params(db: &Connection) -> Result<()> {
 fn dedup_invalid_text(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_invalid_text", 3, PURE, |ctx| {
         // Phase 1 calls it once a row: its progress.
-        progress::tick();
+        crate::sqlite::ground::progress::tick();
         for (i, name) in ["url", "content", "parsed"].into_iter().enumerate() {
             match ctx.get_raw(i) {
                 ValueRef::Blob(_) => return Ok(Some(format!("{name} is a BLOB"))),

@@ -4,21 +4,16 @@
 //! run, then the writes); `dedup_restore()` undoes the latest run.
 //!
 //! From the top down (ARCHITECTURE.md draws it): [`functions`] (the SQL
-//! entry points) → [`run`] (plan, apply, report, restore) → [`incremental`]
-//! (the index and the run decision) → [`settings`] and [`tables`] → the
-//! ground every room uses ([`error`], [`scripts`], `trace`, [`json`],
-//! [`shown`]); [`external`] holds the rows handed to a run made elsewhere.
+//! entry points) → [`run`] (plan, apply,
+//! report, restore) → [`incremental`] (the index and the run decision) →
+//! [`scripts`] (the embedded SQL) and [`external`] (the rows handed to a
+//! run made elsewhere); below them, outside the pipeline, the settings,
+//! the tables and the ground (`crate::sqlite`).
 
-pub mod error;
 pub mod external;
 pub mod functions;
 pub mod incremental;
-pub mod json;
 pub mod run;
 pub mod scripts;
-pub mod settings;
-pub mod shown;
-pub mod tables;
-mod trace;
 
 pub use functions::register;

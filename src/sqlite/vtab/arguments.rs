@@ -4,65 +4,47 @@
 
 use std::ffi::c_int;
 
+use crate::sqlite::ground::arguments::module_error;
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{Filters, IndexConstraintOp, IndexInfo};
-use rusqlite::{Connection, Error, Result};
+use rusqlite::{Connection, Result};
 
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
 
 /// Runs a table-valued function's callback so that a panic inside it is an
 /// SQL error naming the function, never an unwind across SQLite's frames
 /// (which aborts the host).
-pub(crate) fn unwind_safe<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn unwind_safe<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(error(
+        Err(module_error(
             name,
             "internal error (a bug; please report it)",
-            &crate::sqlite::scalars::escape(&what, 200),
+            &crate::sqlite::ground::arguments::escape(&what, 200),
         ))
     })
 }
 
-/// A table-valued function's error: `name: problem, got got`.
-pub(crate) fn error(name: &str, problem: &str, got: &str) -> Error {
-    use crate::sqlite::scalars::escape;
-    Error::ModuleError(format!(
-        "{name}: {}, got {}",
-        escape(problem, 300),
-        escape(got, 300)
-    ))
-}
-
-/// `name` quoted as an SQL identifier.
-pub(crate) fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// The table or view name given as argument `what` of function `name`.
-pub(crate) fn table_argument(
-    name: &str,
-    what: &str,
-    value: Option<ValueRef<'_>>,
-) -> Result<String> {
+pub fn table_argument(name: &str, what: &str, value: Option<ValueRef<'_>>) -> Result<String> {
     match value {
         Some(ValueRef::Text(t)) => String::from_utf8(t.to_vec()).map_err(|_| {
-            error(
+            module_error(
                 name,
                 &format!("{what} must be valid UTF-8"),
                 "invalid bytes",
             )
         }),
-        Some(other) => Err(error(
+        Some(other) => Err(module_error(
             name,
             &format!("{what} must be the name of a table or view"),
             &describe(other),
         )),
-        None => Err(error(
+        None => Err(module_error(
             name,
             &format!("{what} table or view name is required"),
             "no argument",
@@ -72,12 +54,12 @@ pub(crate) fn table_argument(
 
 /// The threshold argument of function `name`: a number, 0.9 when not given
 /// (the range is checked by [`crate::core::near_dups::validate`]).
-pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
+pub fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64> {
     match value {
         None => Ok(crate::core::near_dups::DEFAULT_THRESHOLD),
         Some(ValueRef::Real(r)) => Ok(r),
         Some(ValueRef::Integer(i)) => Ok(i as f64),
-        Some(other) => Err(error(
+        Some(other) => Err(module_error(
             name,
             "threshold must be a number in [0.0, 1.0]",
             &describe(other),
@@ -87,7 +69,7 @@ pub(crate) fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Res
 
 /// Checks that `table`, argument `what` of function `name`, is a table or
 /// view with `columns`.
-pub(crate) fn require_columns(
+pub fn require_columns(
     db: &Connection,
     name: &str,
     what: &str,
@@ -101,7 +83,7 @@ pub(crate) fn require_columns(
         .filter(|c| !have.iter().any(|h| h == c))
         .collect();
     if !missing.is_empty() {
-        return Err(error(
+        return Err(module_error(
             name,
             &format!(
                 "{what} must have columns {} (missing {})",
@@ -116,18 +98,13 @@ pub(crate) fn require_columns(
 
 /// The lowercased column names of table or view `table`, or an error
 /// saying that `what` must name one.
-pub(crate) fn table_columns(
-    db: &Connection,
-    name: &str,
-    what: &str,
-    table: &str,
-) -> Result<Vec<String>> {
+pub fn table_columns(db: &Connection, name: &str, what: &str, table: &str) -> Result<Vec<String>> {
     let mut stmt = db.prepare("SELECT lower(name) FROM pragma_table_info(?1)")?;
     let have: Vec<String> = stmt
         .query_map([table], |r| r.get(0))?
         .collect::<Result<_>>()?;
     if have.is_empty() {
-        return Err(error(
+        return Err(module_error(
             name,
             &format!("{what} must be the name of a table or view"),
             &format!("'{table}'"),
@@ -138,17 +115,17 @@ pub(crate) fn table_columns(
 
 /// A `text` column value: `Some` for TEXT, `None` for NULL (a placeholder),
 /// an error naming the row `id` otherwise.
-pub(crate) fn text_value(name: &str, value: ValueRef<'_>, id: i64) -> Result<Option<String>> {
+pub fn text_value(name: &str, value: ValueRef<'_>, id: i64) -> Result<Option<String>> {
     match value {
         ValueRef::Text(t) => String::from_utf8(t.to_vec()).map(Some).map_err(|_| {
-            error(
+            module_error(
                 name,
                 "text must be valid UTF-8",
                 &format!("invalid text in row id {id}"),
             )
         }),
         ValueRef::Null => Ok(None),
-        other => Err(error(
+        other => Err(module_error(
             name,
             "text must be TEXT",
             &format!("{} in row id {id}", describe(other)),
@@ -161,7 +138,7 @@ pub(crate) fn text_value(name: &str, value: ValueRef<'_>, id: i64) -> Result<Opt
 /// `filter` (bit `k` of `idx_num`). Plans that lack an argument of
 /// `required` (a mask), or constrain one otherwise, cost 1e18 so SQLite
 /// picks another; the rest cost `cost`.
-pub(crate) fn plan_arguments(
+pub fn plan_arguments(
     info: &mut IndexInfo,
     first: c_int,
     count: usize,
@@ -205,7 +182,7 @@ pub(crate) fn plan_arguments(
 
 /// The arguments [`plan_arguments`] passed, by position; `None` for those
 /// not given.
-pub(crate) fn planned_arguments<'a>(
+pub fn planned_arguments<'a>(
     idx_num: c_int,
     args: &'a Filters<'_>,
     count: usize,

@@ -20,13 +20,13 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Result};
 
-use super::arguments::{
-    error, plan_arguments, planned_arguments, quote_identifier, table_argument,
-};
+use super::arguments::{plan_arguments, planned_arguments, table_argument};
 use super::arguments::{table_columns, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
 use crate::core::election::{Ballots, OrderKey, Sortable};
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
+use crate::sqlite::ground::arguments::module_error;
+use crate::sqlite::ground::quote::quote_ident;
 
 const NAME: &str = "dedup_elected";
 /// Hidden argument columns start after the two output columns.
@@ -40,7 +40,7 @@ pub fn register(db: &Connection) -> Result<()> {
 /// One column of the ranking: its name and whether it is descending.
 fn ranking_columns(ranking: &str, have: &[String]) -> Result<Vec<(String, bool)>> {
     let bad = |why: &str| {
-        error(
+        module_error(
             NAME,
             &format!("ranking must list columns of input, each optionally followed by ASC or DESC ({why})"),
             &format!("'{ranking}'"),
@@ -76,18 +76,18 @@ fn elect(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64
     let ranking = match args[2] {
         Some(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
         Some(other) => {
-            return Err(error(
+            return Err(module_error(
                 NAME,
                 "ranking must be a list of columns",
                 &describe(other),
             ))
         }
-        None => return Err(error(NAME, "ranking is required", "no argument")),
+        None => return Err(module_error(NAME, "ranking is required", "no argument")),
     };
     let have = table_columns(db, NAME, "input", &input)?;
     for (what, column) in [("id", "id"), ("grp", group.as_str())] {
         if !have.iter().any(|h| h.eq_ignore_ascii_case(column)) {
-            return Err(error(
+            return Err(module_error(
                 NAME,
                 &format!("input must have the column {what} names"),
                 &format!("'{input}' without '{column}'"),
@@ -97,12 +97,12 @@ fn elect(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64
     let ranking = ranking_columns(&ranking, &have)?;
     let sql = format!(
         "SELECT id, {}{} FROM {}",
-        quote_identifier(&group),
+        quote_ident(&group),
         ranking
             .iter()
-            .map(|(c, _)| format!(", {}", quote_identifier(c)))
+            .map(|(c, _)| format!(", {}", quote_ident(c)))
             .collect::<String>(),
-        quote_identifier(&input)
+        quote_ident(&input)
     );
     let mut stmt = db.prepare(&sql)?;
     let mut rows = stmt.query([])?;
@@ -112,7 +112,7 @@ fn elect(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64
         let id = match row.get_ref(0)? {
             ValueRef::Integer(i) => i,
             other => {
-                return Err(error(
+                return Err(module_error(
                     NAME,
                     &format!("id in '{input}' must be an integer"),
                     &describe(other),

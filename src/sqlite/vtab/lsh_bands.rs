@@ -5,14 +5,15 @@
 
 use std::ffi::c_int;
 
+use crate::sqlite::ground::arguments::module_error;
 use rusqlite::types::ValueRef;
 use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
-use rusqlite::{ffi, Connection, Error, Result};
+use rusqlite::{ffi, Connection, Result};
 
 use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
 use crate::core::sketch::Signature;
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
 
 const NAME: &str = "lsh_bands";
 /// First of the hidden argument columns (signature, bands, rows).
@@ -21,10 +22,6 @@ const COL_SIGNATURE: c_int = 2;
 /// Registers the eponymous table-valued function `lsh_bands`.
 pub fn register(db: &Connection) -> Result<()> {
     db.create_module(NAME, eponymous_only_module::<LshBandsTab>(), None)
-}
-
-fn error(problem: &str, got: &str) -> Error {
-    Error::ModuleError(format!("{NAME}: {problem}, got {got}"))
 }
 
 #[repr(C)]
@@ -61,27 +58,34 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
     let given = planned_arguments(idx_num, args, 3);
     let signature = match given[0] {
         None | Some(ValueRef::Null) => return Ok(Vec::new()),
-        Some(ValueRef::Blob(b)) => {
-            Signature::parse(b).map_err(|e| error(&e, &format!("blob of {} bytes", b.len())))?
+        Some(ValueRef::Blob(b)) => Signature::parse(b)
+            .map_err(|e| module_error(NAME, &e, &format!("blob of {} bytes", b.len())))?,
+        Some(other) => {
+            return Err(module_error(
+                NAME,
+                "not a minhash signature",
+                &describe(other),
+            ))
         }
-        Some(other) => return Err(error("not a minhash signature", &describe(other))),
     };
     let positive = |v: Option<ValueRef<'_>>, name: &str| -> Result<Option<usize>> {
         match v {
             None | Some(ValueRef::Null) => Ok(None),
             Some(ValueRef::Integer(i)) if i > 0 => Ok(Some(i as usize)),
-            Some(other) => Err(error(
+            Some(other) => Err(module_error(
+                NAME,
                 &format!("{name} must be a positive integer"),
                 &describe(other),
             )),
         }
     };
     let Some(bands) = positive(given[1], "bands")? else {
-        return Err(error("bands is required", "NULL"));
+        return Err(module_error(NAME, "bands is required", "NULL"));
     };
     let rows = positive(given[2], "rows")?.unwrap_or(signature.len() / bands);
     if rows == 0 || bands.saturating_mul(rows) > signature.len() {
-        return Err(error(
+        return Err(module_error(
+            NAME,
             &format!(
                 "bands * rows must be at most the signature's {} values",
                 signature.len()

@@ -1,22 +1,21 @@
 //! Table-valued functions.
 
-mod arguments;
+pub mod arguments;
 pub mod elected;
 pub mod held_statements;
 pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
 pub mod phase1;
-mod rows_cursor;
+pub mod rows_cursor;
 pub mod scan_table;
 pub mod segments;
-pub mod similar;
 mod stepped;
 
 use rusqlite::{Connection, Result};
 
 /// Registers the extension's table-valued functions on `db`.
-pub fn register(db: &Connection, held: held_statements::Held) -> Result<()> {
+pub fn register(db: &Connection, held: crate::sqlite::ground::held::Held) -> Result<()> {
     held_statements::register(db, held)?;
     elected::register(db)?;
     let last = scan_table::LastScan::default();
@@ -24,6 +23,5 @@ pub fn register(db: &Connection, held: held_statements::Held) -> Result<()> {
     near_dups_among::register(db, last)?;
     lsh_bands::register(db)?;
     segments::register(db)?;
-    phase1::register(db)?;
-    similar::register(db)
+    phase1::register(db)
 }

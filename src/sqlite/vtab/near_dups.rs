@@ -19,15 +19,16 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
 use super::arguments::{
-    error, quote_identifier, require_columns, table_argument, table_columns, text_value,
-    threshold_argument,
+    require_columns, table_argument, table_columns, text_value, threshold_argument,
 };
 use super::scan_table::{self, LastScan, Scan};
 use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
 use crate::core::window_scan::scan;
-use crate::sqlite::interrupt::InterruptPoll;
-use crate::sqlite::pipeline::run::progress;
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
+use crate::sqlite::ground::arguments::module_error;
+use crate::sqlite::ground::interrupt::InterruptPoll;
+use crate::sqlite::ground::progress;
+use crate::sqlite::ground::quote::quote_ident;
 
 const NAME: &str = "near_dups";
 /// Columns the input table or view must have.
@@ -45,7 +46,7 @@ pub fn register(db: &Connection, last: LastScan) -> Result<()> {
         move |_ctx| {
             let stats = last
                 .lock()
-                .map_err(|_| error(NAME, "stats unavailable", "a poisoned lock"))?;
+                .map_err(|_| module_error(NAME, "stats unavailable", "a poisoned lock"))?;
             Ok(stats.as_ref().map(ScanStats::to_json))
         },
     )
@@ -67,7 +68,7 @@ impl Scan for WindowScan {
             None => crate::core::near_dups::DEFAULT_DISTANCE - 1,
             Some(ValueRef::Integer(i)) => i,
             Some(other) => {
-                return Err(error(
+                return Err(module_error(
                     NAME,
                     "distance must be a non-negative integer",
                     &describe(other),
@@ -85,10 +86,10 @@ impl Scan for WindowScan {
             "SELECT id, text, rank, pos, {}, {} FROM {} ORDER BY pos",
             optional("settled"),
             optional("slots"),
-            quote_identifier(&input)
+            quote_ident(&input)
         );
         let total: i64 = db.query_row(
-            &format!("SELECT count(*) FROM {}", quote_identifier(&input)),
+            &format!("SELECT count(*) FROM {}", quote_ident(&input)),
             [],
             |r| r.get(0),
         )?;
@@ -139,7 +140,7 @@ impl Scan for WindowScan {
 fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<(ScanRow, usize)> {
     let integer = |i: usize, column: &str| match row.get_ref(i)? {
         ValueRef::Integer(v) => Ok(v),
-        other => Err(error(
+        other => Err(module_error(
             NAME,
             &format!("{column} in '{input}' must be an integer"),
             &format!(
@@ -160,7 +161,7 @@ fn read_row(row: &rusqlite::Row<'_>, input: &str) -> Result<(ScanRow, usize)> {
         _ => match integer(5, "slots")? {
             n if n >= 1 && (n == 1 || text.is_none()) => n as usize,
             n => {
-                return Err(error(
+                return Err(module_error(
                     NAME,
                     "slots in the input must be at least 1, and 1 for a row with a text",
                     &format!("{n} in the row at pos {}", describe(row.get_ref(3)?)),

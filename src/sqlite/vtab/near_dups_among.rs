@@ -21,17 +21,18 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
 use super::arguments::{
-    error, quote_identifier, require_columns, table_argument, table_columns, text_value,
-    threshold_argument,
+    require_columns, table_argument, table_columns, text_value, threshold_argument,
 };
 use super::near_dups::INPUT_COLUMNS;
 use super::scan_table::{self, LastScan, Scan};
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
 use crate::core::near_dups::{validate, Removal, ScanStats};
 use crate::core::pair_scan::{election_order, scan_pairs_with, Election};
-use crate::sqlite::interrupt::InterruptPoll;
-use crate::sqlite::pipeline::run::progress;
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
+use crate::sqlite::ground::arguments::module_error;
+use crate::sqlite::ground::interrupt::InterruptPoll;
+use crate::sqlite::ground::progress;
+use crate::sqlite::ground::quote::quote_ident;
 
 const NAME: &str = "near_dups_among";
 /// Columns of a table or view of listed pairs.
@@ -61,7 +62,7 @@ impl Scan for PairScan {
             None | Some(ValueRef::Null) => Election::Chain,
             Some(ValueRef::Text(b"chain")) => Election::Chain,
             Some(ValueRef::Text(b"direct")) => Election::Direct,
-            Some(other) => return Err(error(
+            Some(other) => return Err(module_error(
                 NAME,
                 "election must be 'chain' (the window scan's, the default) or 'direct' (no drift)",
                 &describe(other),
@@ -73,7 +74,7 @@ impl Scan for PairScan {
         let has = |names: &[&str]| names.iter().all(|n| columns.iter().any(|c| c == n));
         let (keyed, listed) = (has(&KEY_COLUMNS), has(&PAIR_COLUMNS));
         if !keyed && !listed {
-            return Err(error(
+            return Err(module_error(
                 NAME,
                 "pairs must have columns a, b (pairs) or band, key, id (keys)",
                 &format!("'{pairs}' with columns {}", columns.join(", ")),
@@ -119,10 +120,7 @@ fn scan<C: Candidates>(
     threshold: f64,
     election: Election,
 ) -> Result<(Vec<Removal>, ScanStats, u64)> {
-    let sql = format!(
-        "SELECT text FROM {} WHERE pos = ?1",
-        quote_identifier(input)
-    );
+    let sql = format!("SELECT text FROM {} WHERE pos = ?1", quote_ident(input));
     let mut text = db.prepare(&sql)?;
     // Safety: the connection runs this scan on this thread.
     let mut poll = unsafe { InterruptPoll::new(db.handle()) };
@@ -158,7 +156,7 @@ fn scan<C: Candidates>(
 fn integer(row: &rusqlite::Row<'_>, i: usize, column: &str, table: &str) -> Result<i64> {
     match row.get_ref(i)? {
         ValueRef::Integer(v) => Ok(v),
-        other => Err(error(
+        other => Err(module_error(
             NAME,
             &format!("{column} in '{table}' must be an integer"),
             &describe(other),
@@ -179,7 +177,7 @@ fn read_rows(db: &Connection, input: &str, with_settled: bool) -> Result<Rows> {
     let sql = format!(
         "SELECT pos, id, rank, {} FROM {} ORDER BY pos",
         if with_settled { "settled" } else { "NULL" },
-        quote_identifier(input)
+        quote_ident(input)
     );
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
@@ -198,14 +196,14 @@ fn read_rows(db: &Connection, input: &str, with_settled: bool) -> Result<Rows> {
             _ => Some(integer(row, 3, "settled", input).map_err(at)?),
         });
         if positions.last() == Some(&pos) {
-            return Err(error(
+            return Err(module_error(
                 NAME,
                 &format!("pos in '{input}' must be unique"),
                 &format!("pos {pos} twice"),
             ));
         }
         if index.insert(id, rows.len()).is_some() {
-            return Err(error(
+            return Err(module_error(
                 NAME,
                 &format!("id in '{input}' must be unique"),
                 &format!("id {id} twice"),
@@ -223,7 +221,7 @@ fn read_pairs(
     input: &str,
     index: &HashMap<i64, usize>,
 ) -> Result<PairList> {
-    let sql = format!("SELECT a, b FROM {}", quote_identifier(pairs));
+    let sql = format!("SELECT a, b FROM {}", quote_ident(pairs));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
     let mut out = PairList::new(index.len());
@@ -244,7 +242,7 @@ fn finder<'a>(
 ) -> impl Fn(i64) -> Result<usize> + 'a {
     move |id| {
         index.get(&id).copied().ok_or_else(|| {
-            error(
+            module_error(
                 NAME,
                 &format!("pairs in '{pairs}' must join ids of '{input}'"),
                 &format!("id {id}"),
@@ -261,13 +259,13 @@ fn read_keys(
     index: &HashMap<i64, usize>,
 ) -> Result<SharedKeys> {
     if index.len() >= u32::MAX as usize {
-        return Err(error(
+        return Err(module_error(
             NAME,
             "input must have fewer than 2^32 - 1 rows with keys",
             &format!("{} rows", index.len()),
         ));
     }
-    let sql = format!("SELECT band, key, id FROM {}", quote_identifier(keys));
+    let sql = format!("SELECT band, key, id FROM {}", quote_ident(keys));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
     let find = finder(index, keys, input);

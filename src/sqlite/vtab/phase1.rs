@@ -36,12 +36,14 @@ use rusqlite::vtab::{
 };
 use rusqlite::{ffi, Connection, Result};
 
-use super::arguments::{error, plan_arguments, planned_arguments, quote_identifier, unwind_safe};
+use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::stepped::{Statement, Value};
 use crate::core::phase1::{prepare, Failure, Given, PageRow, Prepared, Rules, TextCell};
 use crate::core::phase1_batch::{fill_bytes, prepare_batch};
-use crate::sqlite::interrupt::InterruptPoll;
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
+use crate::sqlite::ground::arguments::module_error;
+use crate::sqlite::ground::interrupt::InterruptPoll;
+use crate::sqlite::ground::quote::quote_ident;
 
 const NAME: &str = "dedup_phase1";
 /// Hidden argument columns start after the output columns.
@@ -148,7 +150,7 @@ fn text(what: &str, value: Option<ValueRef<'_>>) -> Result<Option<String>> {
     match value {
         None | Some(ValueRef::Null) => Ok(None),
         Some(ValueRef::Text(t)) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
-        Some(other) => Err(error(
+        Some(other) => Err(module_error(
             NAME,
             &format!("{what} must be TEXT"),
             &describe(other),
@@ -160,7 +162,7 @@ impl Phase1Cursor<'_> {
     fn start(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<()> {
         let given = planned_arguments(idx_num, args, ARGUMENTS);
         let input = text("input", given[0])?
-            .ok_or_else(|| error(NAME, "input is required", "no argument"))?;
+            .ok_or_else(|| module_error(NAME, "input is required", "no argument"))?;
         let url_options = text("url_options", given[1])?.unwrap_or_default();
         let strict_options = text("strict_options", given[2])?;
         let reference = text("compat", given[3])?.as_deref() == Some("reference");
@@ -173,7 +175,7 @@ impl Phase1Cursor<'_> {
         let fix_urls = matches!(given[6], Some(ValueRef::Integer(i)) if i != 0);
         let rules =
             Rules::new(&url_options, strict_options.as_deref(), reference, strip).map_err(|e| {
-                error(
+                module_error(
                     NAME,
                     &format!("url options: {e}"),
                     &format!("'{url_options}'"),
@@ -192,11 +194,11 @@ impl Phase1Cursor<'_> {
         };
         let stmt = Statement::prepare(
             self.db,
-            &format!("SELECT {INPUT} FROM {}", quote_identifier(&input)),
+            &format!("SELECT {INPUT} FROM {}", quote_ident(&input)),
             NAME,
         )
         .map_err(|e| {
-            error(
+            module_error(
                 NAME,
                 "input must name a table or view with the columns rid, url, title, content, parsed, content_hash, \
                  length, datetime, crawled, category",
@@ -246,7 +248,7 @@ impl Phase1Cursor<'_> {
                 run.read_all = true;
                 break;
             }
-            crate::sqlite::pipeline::run::progress::tick();
+            crate::sqlite::ground::progress::tick();
             let s = &run.stmt;
             let page = page_of(s);
             let learned = match (page.invalid(), page.url) {
@@ -288,7 +290,7 @@ impl Phase1Cursor<'_> {
             let rid = kept.rid;
             let prepared = prepared.map_err(|f| match f {
                 Failure::Halted(h) => rusqlite::Error::from(h),
-                Failure::InvalidText(why) => error(
+                Failure::InvalidText(why) => module_error(
                     NAME,
                     &format!(
                         "{why}, so phase 1 cannot make the row's text (title, blank line, content)"
@@ -467,7 +469,9 @@ fn learned(
     if url_rules > 0.0 {
         // A non-owning handle on the connection that runs this query.
         let db = unsafe { Connection::from_handle(db) }?;
-        if let Some(params) = crate::sqlite::url_rules::rule_params(&db, url, url_rules)? {
+        if let Some(params) =
+            crate::sqlite::url_learner::functions::rule_params(&db, url, url_rules)?
+        {
             out.push_str(",tracking+=");
             out.push_str(&params);
         }

@@ -12,7 +12,7 @@ use rusqlite::{ffi, Result};
 use super::arguments::unwind_safe;
 
 /// What one table-valued function supplies to [`RowsCursor`].
-pub(super) trait RowSource {
+pub trait RowSource {
     /// The function's name, in its errors.
     const NAME: &'static str;
     /// One output row.
@@ -28,7 +28,7 @@ pub(super) trait RowSource {
 
 /// A cursor over the rows a [`RowSource`] computed; rowids count from 1.
 #[repr(C)]
-pub(super) struct RowsCursor<'vtab, S: RowSource> {
+pub struct RowsCursor<'vtab, S: RowSource> {
     /// (First: SQLite sees a cursor as this struct.)
     base: ffi::sqlite3_vtab_cursor,
     source: S,
@@ -39,7 +39,7 @@ pub(super) struct RowsCursor<'vtab, S: RowSource> {
 
 impl<S: RowSource> RowsCursor<'_, S> {
     /// A cursor of `source`, before its first call.
-    pub(super) fn new(source: S) -> Self {
+    pub fn new(source: S) -> Self {
         RowsCursor {
             base: ffi::sqlite3_vtab_cursor::default(),
             source,

@@ -8,10 +8,11 @@ use rusqlite::types::ValueRef;
 use rusqlite::vtab::{eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConnection};
 use rusqlite::{ffi, Connection, Result};
 
-use super::arguments::{error, plan_arguments, planned_arguments, unwind_safe};
+use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
 use crate::core::segments::segments;
-use crate::sqlite::scalars::describe;
+use crate::sqlite::ground::arguments::describe;
+use crate::sqlite::ground::arguments::module_error;
 
 const NAME: &str = "segments";
 /// The hidden argument column (text).
@@ -60,7 +61,7 @@ fn split(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
         None | Some(ValueRef::Null) => Ok(Vec::new()),
         Some(ValueRef::Text(t)) => {
             let text = std::str::from_utf8(t).map_err(|e| {
-                error(
+                module_error(
                     NAME,
                     &format!("text is not valid UTF-8 (byte {})", e.valid_up_to()),
                     &format!("text of {} bytes", t.len()),
@@ -70,7 +71,7 @@ fn split(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(String, i64)>> {
                 .map(|s| (s.text.to_string(), s.hash))
                 .collect())
         }
-        Some(other) => Err(error(NAME, "text must be TEXT", &describe(other))),
+        Some(other) => Err(module_error(NAME, "text must be TEXT", &describe(other))),
     }
 }
 

@@ -17,11 +17,9 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
-use crate::sqlite::pipeline::tables::trackers::{
-    own_tracker_sql, tracker_sql, OWN_TRACKERS, TRACKERS,
-};
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::tables::schema::{self, quote_ident, Source};
+use crate::sqlite::tables::trackers::{own_tracker_sql, tracker_sql, OWN_TRACKERS, TRACKERS};
 
 /// Why the extension's own tables no longer hold what the index was
 /// written with, or `None`: their trackers are missing or not as created,

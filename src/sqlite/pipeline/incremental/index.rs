@@ -23,11 +23,11 @@ use rusqlite::Connection;
 use super::index_functions::{fingerprint_of, FINGERPRINT};
 use super::index_state::{comparable, version};
 use super::run_kind::RunKind;
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::trace::lap;
 use crate::sqlite::pipeline::scripts;
-use crate::sqlite::pipeline::tables::own_tables::{DOMAIN_KEY, INDEX_KEYS};
-use crate::sqlite::pipeline::tables::schema::Source;
-use crate::sqlite::pipeline::trace::lap;
+use crate::sqlite::tables::own_tables::{DOMAIN_KEY, INDEX_KEYS};
+use crate::sqlite::tables::schema::Source;
 
 /// The last rowids of the archive and of `dedup_rewritten` before a run
 /// wrote to them: the run's own rows there are the ones after (found by a
@@ -124,14 +124,11 @@ fn new_rows(
     let fp = fingerprint_of(source, "g");
     // (A rewritten row whose phase-1 values changed, or that a run would
     // rewrite again, is unsettled: fp 0.)
-    let pending = crate::sqlite::pipeline::tables::rewrites::pending_besides_url(source);
+    let pending = crate::sqlite::tables::rewrites::pending_besides_url(source);
     // (tlen: the length of the text phase 4 compares, when it is known
     // without reading it again.)
     let parsed = source.column("parsed").map_or("NULL".to_string(), |c| {
-        format!(
-            "g.{}",
-            crate::sqlite::pipeline::tables::schema::quote_ident(&c)
-        )
+        format!("g.{}", crate::sqlite::tables::schema::quote_ident(&c))
     });
     let which = if incremental {
         format!(
@@ -158,7 +155,7 @@ fn new_rows(
         (placed, String::new())
     };
     // (Keyed by rid: the order's rows take their lengths from it.)
-    let create_new = crate::sqlite::pipeline::tables::own_schema::OWN
+    let create_new = crate::sqlite::tables::own_schema::OWN
         .iter()
         .find(|(name, _)| *name == "dedup_index")
         .map(|(_, create)| {
@@ -260,8 +257,7 @@ fn update_order(
                              WHERE n.rid IN (SELECT source_rowid FROM temp._dedup_before));",
     )?;
     lap("index: order's new rows", step);
-    let archive =
-        crate::sqlite::pipeline::tables::schema::archive_view_body(db, source, Some(run))?;
+    let archive = crate::sqlite::tables::schema::archive_view_body(db, source, Some(run))?;
     // (Numbered after the slots an earlier run's removal of the same rowid
     // keeps at the same URL: each removal is a slot of its own.)
     let placeholders = format!(
@@ -409,9 +405,7 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
         "dedup_index_bands_left",
         "dedup_index_state",
     ] {
-        if crate::sqlite::pipeline::tables::schema::object_type(db, name)?.as_deref()
-            == Some("table")
-        {
+        if crate::sqlite::tables::schema::object_type(db, name)?.as_deref() == Some("table") {
             db.execute_batch(&format!("DELETE FROM main.{name}"))?;
         }
     }

@@ -23,7 +23,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
 
 /// The aggregate that packs a row's band keys.
 const PACK: &str = "dedup_pack_keys";
@@ -174,7 +174,7 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
              DELETE FROM main.dedup_index_bands_left;",
         )?;
     }
-    crate::sqlite::pipeline::trace::lap("index: band keys of the rows that left", &mut step);
+    crate::sqlite::ground::trace::lap("index: band keys of the rows that left", &mut step);
     // (Sorted: appended in the b-tree's order.)
     db.execute_batch(
         "INSERT OR IGNORE INTO main.dedup_index_bands

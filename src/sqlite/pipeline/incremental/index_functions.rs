@@ -8,7 +8,7 @@ use rusqlite::Connection;
 
 use crate::core::hash::Fingerprint;
 use crate::core::similarity::CharHistogram;
-use crate::sqlite::pipeline::tables::schema::Source;
+use crate::sqlite::tables::schema::Source;
 
 /// The SQL function that fingerprints a row's values.
 pub const FINGERPRINT: &str = "dedup_fingerprint";

@@ -22,7 +22,7 @@
 use rusqlite::Connection;
 
 use super::index_state::state_number;
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
 
 /// The view of every entry, written or added (as `temp.<name>`).
 pub const VIEW: &str = "_dedup_index_keys";

@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
 
 /// The index's format; an index of another is rebuilt by a full run.
 pub const FORMAT: &str = "11";

@@ -34,8 +34,8 @@ use super::near_input::new_rows;
 use crate::core::lsh_prune::{kept_rows_needed, SharedKey};
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::PruneRow;
-use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::trace::lap;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::trace::lap;
 
 /// A kept row of the last run sharing a key with a new row.
 struct Kept {

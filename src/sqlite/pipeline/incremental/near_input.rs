@@ -31,8 +31,8 @@ use rusqlite::Connection;
 
 use crate::core::similarity::CharHistogram;
 use crate::core::window_prune::{histograms_wanted, needed, PruneRow, Windows};
-use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::trace::lap;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::trace::lap;
 
 /// A place in the scan order: `(url, id, placeholder)`, compared as
 /// SQLite compares them (BINARY text, then integers).

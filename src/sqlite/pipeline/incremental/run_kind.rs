@@ -29,10 +29,10 @@ use rusqlite::Connection;
 
 use super::index_functions::fingerprint_of;
 use super::index_state::{comparable, state_value, version};
-use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::settings::values::Settings;
-use crate::sqlite::pipeline::tables::schema::Source;
-use crate::sqlite::pipeline::trace::lap;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::trace::lap;
+use crate::sqlite::settings::values::Settings;
+use crate::sqlite::tables::schema::Source;
 
 /// Why runs of these settings are always full (they keep no index).
 pub fn always_full(s: &Settings) -> Option<&'static str> {
@@ -40,9 +40,9 @@ pub fn always_full(s: &Settings) -> Option<&'static str> {
         // (Before the plan made elsewhere: a run against another database's
         // index is read back as one, `run/against_index.rs`.)
         Some("against (another database's pages are compared too)")
-    } else if s.phases != crate::sqlite::pipeline::settings::values::Phases::All {
+    } else if s.phases != crate::sqlite::settings::values::Phases::All {
         Some("a plan made elsewhere (dedup_apply_plan)")
-    } else if s.boilerplate == crate::sqlite::pipeline::settings::choices::Boilerplate::Strip {
+    } else if s.boilerplate == crate::sqlite::settings::choices::Boilerplate::Strip {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
     } else if s.url_rules > 0.0 {
         Some("url_rules (the learned rules change between runs)")
@@ -71,10 +71,7 @@ pub fn why_full(
         return Ok(Some(why.into()));
     }
     let exists = |name: &str| -> Result<bool, DedupError> {
-        Ok(
-            crate::sqlite::pipeline::tables::schema::object_type(db, name)?.as_deref()
-                == Some("table"),
-        )
+        Ok(crate::sqlite::tables::schema::object_type(db, name)?.as_deref() == Some("table"))
     };
     if !exists("dedup_index")?
         || !exists("dedup_index_order")?

@@ -8,8 +8,8 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::index_functions::fingerprint_of;
-use crate::sqlite::pipeline::error::{fail, DedupError};
-use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::tables::schema::{quote_ident, Source};
 
 /// Records every row's hash (after a plan, in its transaction).
 pub fn take(db: &Connection, source: &Source) -> Result<(), DedupError> {

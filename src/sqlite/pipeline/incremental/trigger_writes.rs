@@ -18,8 +18,8 @@
 
 use rusqlite::Connection;
 
-use crate::sqlite::pipeline::error::DedupError;
-use crate::sqlite::pipeline::tables::schema::Source;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::tables::schema::Source;
 
 /// Starts noting the rowids written to the table (`temp._dedup_seen(rid,
 /// kind)`: `i`, `u` or `d`).

@@ -31,10 +31,10 @@ use std::path::Path;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::sqlite::pipeline::error::{fail, DedupError};
-use crate::sqlite::pipeline::settings::values::{Origin, Phases, Settings};
-use crate::sqlite::pipeline::shown::excerpt;
-use crate::sqlite::pipeline::tables::schema::{Source, PAGE_COLUMNS};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown::excerpt;
+use crate::sqlite::settings::values::{Origin, Phases, Settings};
+use crate::sqlite::tables::schema::{Source, PAGE_COLUMNS};
 
 /// The other database of a run, as [`load`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
     }
     let (path, name) = resolve(db, s)?;
     // Safety: the caller's connection, on this thread, outlives the link.
-    let _link = unsafe { crate::sqlite::interrupt::Link::new(db.handle()) };
+    let _link = unsafe { crate::sqlite::ground::interrupt::Link::new(db.handle()) };
     let theirs = open(&path, &name, s.busy_timeout)?;
     let their = Source::inspect_mapped(&theirs, &s.table, &s.columns)
         .map_err(|e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))))?;
@@ -256,8 +256,7 @@ pub(crate) fn refuse_a_copy(
     // run number, time and settings, never all their counts.)
     type Run = (i64, Value, Value, Value, Value);
     let runs = |c: &Connection| -> Result<Vec<Run>, DedupError> {
-        if crate::sqlite::pipeline::tables::schema::object_type(c, "dedup_runs")?.as_deref()
-            != Some("table")
+        if crate::sqlite::tables::schema::object_type(c, "dedup_runs")?.as_deref() != Some("table")
         {
             return Ok(Vec::new());
         }
@@ -283,7 +282,7 @@ pub(crate) fn refuse_a_copy(
             .iter()
             .map(|c| {
                 s.column(c).map_or("NULL".to_string(), |real| {
-                    crate::sqlite::pipeline::tables::schema::quote_ident(&real)
+                    crate::sqlite::tables::schema::quote_ident(&real)
                 })
             })
             .collect::<Vec<_>>()
@@ -394,7 +393,7 @@ pub(crate) fn refuse_a_copy(
 /// extension's functions on it and turns `query_only` off for the plan's
 /// temp tables: the only writes, to its temporary storage. Its statements
 /// end when the caller's connection is interrupted (within a
-/// [`crate::sqlite::interrupt::Link`]).
+/// [`crate::sqlite::ground::interrupt::Link`]).
 pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connection, DedupError> {
     let opened = Connection::open_with_flags(
         path,
@@ -404,7 +403,7 @@ pub(crate) fn open(path: &str, name: &str, busy_timeout: i64) -> Result<Connecti
         c.execute_batch(&format!(
             "PRAGMA query_only = 1; PRAGMA trusted_schema = 0; PRAGMA busy_timeout = {busy_timeout};"
         ))?;
-        crate::sqlite::interrupt::Link::forward_to(&c, 1000);
+        crate::sqlite::ground::interrupt::Link::forward_to(&c, 1000);
         // (A file that is not a database fails here, on its first read.)
         c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
         Ok(c)
@@ -441,14 +440,11 @@ fn copy(
     // (One read transaction: the counts and the rows agree.)
     theirs.execute_batch("BEGIN").map_err(read_failed)?;
     let archive =
-        match crate::sqlite::pipeline::tables::schema::object_type(theirs, "dedup_removed")?
-            .as_deref()
-        {
+        match crate::sqlite::tables::schema::object_type(theirs, "dedup_removed")?.as_deref() {
             Some("table") => Some(
-                crate::sqlite::pipeline::tables::schema::archive_view_body(theirs, their, None)
-                    .map_err(|e| {
-                        DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e)))
-                    })?,
+                crate::sqlite::tables::schema::archive_view_body(theirs, their, None).map_err(
+                    |e| DedupError::new(format!("dedup: against {name}: {}", without_prefix(&e))),
+                )?,
             ),
             _ => None,
         };
@@ -512,7 +508,7 @@ fn copy(
         write.execute(rusqlite::params_from_iter(values))?;
         k += 1;
     }
-    if let (Some(archive), crate::sqlite::pipeline::settings::choices::NearMode::Window) =
+    if let (Some(archive), crate::sqlite::settings::choices::NearMode::Window) =
         (archive, s.near_mode)
     {
         let mut read = theirs

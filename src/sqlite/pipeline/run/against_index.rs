@@ -32,11 +32,11 @@
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
 use crate::sqlite::pipeline::incremental::run_kind::why_full;
-use crate::sqlite::pipeline::settings::choices::NearMode;
-use crate::sqlite::pipeline::settings::values::{Made, Origin, Phases, PlanRow, Settings};
-use crate::sqlite::pipeline::tables::schema::{self, Source, PAGE_COLUMNS};
+use crate::sqlite::settings::choices::NearMode;
+use crate::sqlite::settings::values::{Made, Origin, Phases, PlanRow, Settings};
+use crate::sqlite::tables::schema::{self, Source, PAGE_COLUMNS};
 
 /// The plan of this table's rows made on the other database against its
 /// index, or `None` when the run is not `against` another database or
@@ -57,7 +57,7 @@ pub fn plan_there(
     }
     let (path, name) = super::against::resolve(db, s)?;
     // Safety: the caller's connection, on this thread, outlives the link.
-    let _link = unsafe { crate::sqlite::interrupt::Link::new(db.handle()) };
+    let _link = unsafe { crate::sqlite::ground::interrupt::Link::new(db.handle()) };
     let theirs = super::against::open(&path, &name, s.busy_timeout)?;
     let their_settings = Settings {
         against: String::new(),
@@ -73,7 +73,7 @@ pub fn plan_there(
     }
     // (The file stays read-only, opened so; the plan writes temp tables.)
     theirs.execute_batch("PRAGMA query_only = 0;")?;
-    crate::sqlite::register(&theirs)?;
+    crate::sqlite::ground::registrar::register(&theirs)?;
     let their = Source::inspect_mapped(&theirs, &s.table, &s.columns).map_err(|e| {
         DedupError::new(format!(
             "dedup: against {name}: {}",
@@ -90,7 +90,7 @@ pub fn plan_there(
         Ok(planned) => planned,
         // (Its index holds what its runs never write: its pages are
         // compared by copy instead, which reads no index.)
-        Err(e) if e.kind() == crate::sqlite::pipeline::error::Kind::WrongType => return Ok(None),
+        Err(e) if e.kind() == crate::sqlite::ground::error::Kind::WrongType => return Ok(None),
         Err(e) => {
             return Err(DedupError::new(format!(
                 "dedup: against {name}: {}",

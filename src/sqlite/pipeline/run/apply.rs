@@ -1,18 +1,16 @@
 //! Applies a plan to the user's table: archive the removed rows whole,
 //! delete them, rewrite the survivors' changed columns, record the run.
-//! Runs inside [`crate::sqlite::pipeline::run::atomic::atomically`]: any failure here leaves the
+//! Runs inside [`crate::sqlite::ground::atomic::atomically`]: any failure here leaves the
 //! database as it was.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::trace::lap;
 use crate::sqlite::pipeline::run::plan::{drop_temp, planned, Planned};
 use crate::sqlite::pipeline::run::report::Report;
-use crate::sqlite::pipeline::tables::rewrites::REWRITES;
-use crate::sqlite::pipeline::tables::schema::{
-    self, quote_ident, quote_literal, Source, ARCHIVE_META,
-};
-use crate::sqlite::pipeline::trace::lap;
+use crate::sqlite::tables::rewrites::REWRITES;
+use crate::sqlite::tables::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
@@ -24,9 +22,9 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
     crate::sqlite::pipeline::incremental::snapshot::check(db, &source)?;
     let table = source.qualified();
-    crate::sqlite::pipeline::tables::own_tables::ensure(db, &source)?;
+    crate::sqlite::tables::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
-    crate::sqlite::pipeline::trace::lap("apply: checks", &mut step);
+    crate::sqlite::ground::trace::lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
     crate::sqlite::pipeline::incremental::changes::untrack(db)?;
     let removals: i64 =
@@ -324,7 +322,7 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
 /// after the rewrite, and in `identity` the survivor's identity then (its
 /// user's triggers' writes included: restore gives the old value back only
 /// to the row that still has it,
-/// [`crate::sqlite::pipeline::tables::identity`]), and refuses a rewrite a
+/// [`crate::sqlite::tables::identity`]), and refuses a rewrite a
 /// trigger cancelled or undid: its row would be recorded as rewritten
 /// while the table holds the old value.
 fn record_written(
@@ -348,7 +346,7 @@ fn record_written(
              WHERE g.{rowid} IN (SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = ?1)",
             table = source.qualified(),
             rowid = source.rowid,
-            identity = crate::sqlite::pipeline::tables::identity::identity_of(source, "g"),
+            identity = crate::sqlite::tables::identity::identity_of(source, "g"),
         ),
         [run],
     )?;

@@ -1,6 +1,8 @@
 //! One run, in the order it runs: [`plan`] (phases 1–6 into temp tables),
-//! [`apply`] (archive, delete, rewrite, record) inside [`atomic`], the
-//! [`report`]; [`restore`] undoes the latest run. [`locate`] names the row a
+//! [`apply`] (archive, delete, rewrite, record) inside the one transaction
+//! (`crate::sqlite::ground::atomic`), the
+//! [`report`]; [`restore`] undoes the latest run; [`similar`] plans the next
+//! run for one page (its table-valued form: [`similar_table`]). [`locate`] names the row a
 //! write was refused on; [`progress`] tells a display how far a run is;
 //! [`kept_apart`] is phase 6's aggregate. A run's other inputs: another
 //! database's pages ([`against`]; against its index, planned there:
@@ -11,7 +13,6 @@
 pub mod against;
 pub mod against_index;
 pub mod apply;
-pub mod atomic;
 pub mod kept_apart;
 pub mod locate;
 pub mod phase1_arrow;
@@ -21,4 +22,5 @@ pub mod progress;
 pub mod report;
 pub mod restore;
 pub mod similar;
+pub mod similar_table;
 pub mod url_fixes;

@@ -21,10 +21,10 @@ use rusqlite::{Connection, Result};
 
 use crate::core::arrow_columns::{decode, encode, Cell, Column, ColumnView};
 use crate::core::phase1::{prepare, Failure, Given, PageRow, Rules, TextCell};
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::arguments::{check_arity, describe, user_error, WRITES};
+use crate::sqlite::ground::error::DedupError;
 use crate::sqlite::pipeline::external::{push_row, RowValues, ROW_COLUMNS};
-use crate::sqlite::pipeline::settings::choices::{Boilerplate, Compat};
-use crate::sqlite::scalars::{check_arity, describe, user_error, WRITES};
+use crate::sqlite::settings::choices::{Boilerplate, Compat};
 
 const NAME: &str = "dedup_phase1_arrow";
 
@@ -69,7 +69,7 @@ fn text_cell(cell: Cell<'_>) -> TextCell<'_> {
 
 /// The rules of the settings, or the error of one this path cannot take.
 fn rules(db: &Connection, settings: Option<&str>) -> std::result::Result<Rules, DedupError> {
-    let s = crate::sqlite::pipeline::settings::read::read(db, NAME, settings)?;
+    let s = crate::sqlite::settings::read::read(db, NAME, settings)?;
     let refused = [
         (!s.prefer.is_empty(), "prefer"),
         (s.url_rules > 0.0, "url_rules"),

@@ -5,15 +5,15 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::against_index;
-use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::trace::{lap, Trace};
 use crate::sqlite::pipeline::incremental::run_kind::RunKind;
 use crate::sqlite::pipeline::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
-use crate::sqlite::pipeline::settings::{
+use crate::sqlite::settings::{
     self,
     values::{Phases, Settings},
 };
-use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
-use crate::sqlite::pipeline::trace::{lap, Trace};
+use crate::sqlite::tables::schema::{self, quote_ident, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
 pub const TEMP_OBJECTS: [(&str, &str); 65] = [
@@ -114,9 +114,9 @@ pub struct Planned {
 pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let mut lapped = std::time::Instant::now();
     drop_temp(db)?;
-    crate::sqlite::pipeline::tables::own_tables::refuse_as_pages(&s.table)?;
+    crate::sqlite::tables::own_tables::refuse_as_pages(&s.table)?;
     let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
-    crate::sqlite::pipeline::tables::own_tables::check(db, "dedup")?;
+    crate::sqlite::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
     if s.extra_rows {
@@ -176,10 +176,10 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     let when = Conditions {
         incremental: kind.incremental,
         against: against.is_some(),
-        strip: s.boilerplate == crate::sqlite::pipeline::settings::choices::Boilerplate::Strip,
+        strip: s.boilerplate == crate::sqlite::settings::choices::Boilerplate::Strip,
     };
     seconds.extend(if s.url_rules > 0.0 {
-        crate::sqlite::drop_rules::with_rules_snapshot(db, || {
+        crate::sqlite::url_learner::drop_rules::with_rules_snapshot(db, || {
             run_phases(db, phases, rows_before, when)
         })??
     } else {
@@ -238,7 +238,7 @@ fn run_phases(
         crate::sqlite::pipeline::run::progress::phase(name, i + 1, phases.len() + 1);
         if i == 0 {
             // Phase 1 ticks once a row (dedup_invalid_text).
-            crate::sqlite::pipeline::run::progress::total(rows.max(0) as u64);
+            crate::sqlite::ground::progress::total(rows.max(0) as u64);
         }
         let start = std::time::Instant::now();
         for step in *steps {
@@ -281,7 +281,7 @@ fn run_phases(
 /// An incremental run's error of a value of another type than the index
 /// holds, said so: only an edit outside the extension puts one there.
 fn index_edited(e: DedupError) -> DedupError {
-    if e.kind() != crate::sqlite::pipeline::error::Kind::WrongType {
+    if e.kind() != crate::sqlite::ground::error::Kind::WrongType {
         return e;
     }
     DedupError::wrong_type(format!(
@@ -407,7 +407,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
         let stmt = db.prepare(&sql).map_err(|e| {
             DedupError::new(format!(
                 "dedup_apply_plan: the plan must be a table or view, got {}: {}",
-                crate::sqlite::pipeline::shown::excerpt(table),
+                crate::sqlite::ground::shown::excerpt(table),
                 DedupError::from(e)
             ))
         })?;
@@ -425,7 +425,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
     if !missing.is_empty() {
         return fail(format!(
             "dedup_apply_plan: the plan {} lacks column(s) {} (it needs {})",
-            crate::sqlite::pipeline::shown::excerpt(table),
+            crate::sqlite::ground::shown::excerpt(table),
             missing.join(", "),
             PLAN_COLUMNS.join(", ")
         ));
@@ -485,7 +485,7 @@ fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
         if let Some(rid) = row {
             return fail(format!(
                 "dedup_apply_plan: the plan's row for rid {} is wrong: {what}; nothing was changed",
-                crate::sqlite::pipeline::shown::truncate(&rid, 60)
+                crate::sqlite::ground::shown::truncate(&rid, 60)
             ));
         }
     }
@@ -536,7 +536,7 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
     if let Some(v) = bad {
         return fail(format!(
             "dedup: dedup_runs.run must hold integers, got {}",
-            crate::sqlite::pipeline::shown::truncate(&v, 60)
+            crate::sqlite::ground::shown::truncate(&v, 60)
         ));
     }
     let max: Option<i64> =

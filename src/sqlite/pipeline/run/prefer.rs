@@ -16,13 +16,13 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::core::ordering::{self, TermOrder};
-use crate::sqlite::pipeline::error::{fail, DedupError};
-use crate::sqlite::pipeline::settings::{
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown;
+use crate::sqlite::settings::{
     untrusted,
     values::{Origin, Phases, Settings},
 };
-use crate::sqlite::pipeline::shown;
-use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
+use crate::sqlite::tables::schema::{quote_ident, Source};
 
 /// `temp._dedup_prefer(rid, prefer_rank, prefer_key)`: each row's place
 /// in the order the `prefer` terms give (1 first; ties share a place),
@@ -32,7 +32,7 @@ use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
 /// key instead (`write_keys`). Each
 /// term is checked alone first, so that an error names it; terms read from
 /// `dedup_settings` are held to a schema's rules first
-/// ([`crate::sqlite::pipeline::settings::untrusted`]).
+/// ([`crate::sqlite::settings::untrusted`]).
 pub fn write(db: &Connection, source: &Source, s: &Settings) -> Result<(), DedupError> {
     let terms = &s.prefer;
     db.execute_batch(
@@ -275,7 +275,7 @@ fn write_keys(
                     }
                     other => other,
                 };
-                let sort_key = crate::sqlite::sort_key::sort_key(value);
+                let sort_key = crate::sqlite::functions::sort_key::sort_key(value);
                 ordering::push_term_key(&mut key, sort_key.as_deref(), *order);
             }
             insert.execute((row.get::<_, i64>(0)?, &key))?;

@@ -1,19 +1,7 @@
-//! How far the running pipeline is, for a display: the phase, and in the
-//! near-duplicate scan the rows done of the total. One state per process
-//! (every connection of the process sees the latest run); `dedup_progress()`
-//! reads it as JSON from any connection, e.g. a second one polled by the
-//! `sqlite-dedup` command while the first runs.
-//!
-//! The state is a handful of atomics, never a lock: a process forked while
-//! another of its threads was counting rows (phase 1 counts each) would
-//! otherwise inherit a lock that no thread of the child ever releases, and
-//! the child's first run would wait on it for ever. A reader may see one
-//! field of a phase that has just begun beside another of the phase
-//! before, for the instant between their writes: a display's tolerance.
-
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
-use std::time::Instant;
+//! How far the running pipeline is, for a display: its phases by name, and
+//! `dedup_progress()`, which reads the process's state
+//! ([`crate::sqlite::ground::progress`]) as JSON from any connection, e.g. a
+//! second one polled by the `sqlite-dedup` command while the first runs.
 
 use rusqlite::{Connection, Result};
 
@@ -33,27 +21,6 @@ const NAMES: [&str; 8] = [
     "apply",
 ];
 
-/// The current phase's place in [`NAMES`] plus one; 0 before the first run.
-static PHASE: AtomicUsize = AtomicUsize::new(0);
-static STEP: AtomicUsize = AtomicUsize::new(0);
-static STEPS: AtomicUsize = AtomicUsize::new(0);
-static DONE: AtomicU64 = AtomicU64::new(0);
-static TOTAL: AtomicU64 = AtomicU64::new(0);
-/// When the current phase began, in nanoseconds after [`epoch`].
-static SINCE: AtomicU64 = AtomicU64::new(0);
-static RUNNING: AtomicBool = AtomicBool::new(false);
-
-/// The clock's origin: set when `dedup_progress()` is registered, at the
-/// extension's load, before any run.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn nanos_since_epoch() -> u64 {
-    epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64
-}
-
 /// A phase starts: `step` of `steps`. (Every phase's name is in `NAMES`,
 /// as a test checks; another would be shown as the apply.)
 pub fn phase(name: &str, step: usize, steps: usize) {
@@ -61,51 +28,16 @@ pub fn phase(name: &str, step: usize, steps: usize) {
         .iter()
         .position(|n| *n == name)
         .unwrap_or(NAMES.len() - 1);
-    DONE.store(0, Relaxed);
-    TOTAL.store(0, Relaxed);
-    SINCE.store(nanos_since_epoch(), Relaxed);
-    STEP.store(step, Relaxed);
-    STEPS.store(steps, Relaxed);
-    PHASE.store(at + 1, Relaxed);
-    RUNNING.store(true, Relaxed);
-}
-
-/// The current phase has `total` rows to go through.
-pub fn total(total: u64) {
-    TOTAL.store(total, Relaxed);
-}
-
-/// `done` rows of the current phase are through.
-pub fn done(done: u64) {
-    DONE.store(done, Relaxed);
-}
-
-/// One more row of the current phase is through (phase 1 counts its rows
-/// this way, as it checks each).
-pub fn tick() {
-    if RUNNING.load(Relaxed) {
-        DONE.fetch_add(1, Relaxed);
-    }
-}
-
-/// The run ended (finished or failed).
-pub fn end() {
-    RUNNING.store(false, Relaxed);
+    crate::sqlite::ground::progress::phase(at, step, steps);
 }
 
 /// The state as `dedup_progress()` shows it; `None` before the first run.
 fn shown() -> Option<String> {
-    let phase = PHASE.load(Relaxed).checked_sub(1)?;
-    let seconds = nanos_since_epoch().saturating_sub(SINCE.load(Relaxed)) as f64 / 1e9;
+    let (phase, step, steps, done, total, seconds, running) =
+        crate::sqlite::ground::progress::state()?;
     Some(format!(
-        "{{\"phase\":{},\"step\":{},\"steps\":{},\"done\":{},\"total\":{},\"seconds\":{:.3},\"running\":{}}}",
-        crate::sqlite::pipeline::json::json_string(NAMES[phase.min(NAMES.len() - 1)]),
-        STEP.load(Relaxed),
-        STEPS.load(Relaxed),
-        DONE.load(Relaxed),
-        TOTAL.load(Relaxed),
-        seconds,
-        RUNNING.load(Relaxed)
+        "{{\"phase\":{},\"step\":{step},\"steps\":{steps},\"done\":{done},\"total\":{total},\"seconds\":{seconds:.3},\"running\":{running}}}",
+        crate::sqlite::ground::json::json_string(NAMES[phase.min(NAMES.len() - 1)]),
     ))
 }
 
@@ -113,7 +45,7 @@ fn shown() -> Option<String> {
 /// "total", "seconds", "running"}` of the latest run in this process, or NULL
 /// before the first.
 pub fn register(db: &Connection) -> Result<()> {
-    epoch();
+    crate::sqlite::ground::progress::epoch();
     db.create_scalar_function(
         "dedup_progress",
         0,
@@ -150,8 +82,10 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_child_forked_while_rows_are_counted_runs_its_own_phases() {
-        use std::sync::atomic::AtomicBool;
+        use crate::sqlite::ground::progress::{done, end, tick, total};
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
         use std::sync::Arc;
+        use std::time::Instant;
         let stop = Arc::new(AtomicBool::new(false));
         phase("01_canonicalize", 1, 7);
         let counter = {
@@ -159,7 +93,7 @@ mod tests {
             std::thread::spawn(move || {
                 while !stop.load(Relaxed) {
                     tick();
-                    done(DONE.load(Relaxed));
+                    done(crate::sqlite::ground::progress::state().map_or(0, |s| s.3));
                 }
             })
         };

@@ -4,11 +4,11 @@
 
 use rusqlite::Connection;
 
-use crate::sqlite::pipeline::error::DedupError;
+use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::json::json_string;
 use crate::sqlite::pipeline::incremental::run_kind::RunKind;
-use crate::sqlite::pipeline::json::json_string;
 use crate::sqlite::pipeline::run::plan::Planned;
-use crate::sqlite::pipeline::tables::schema::{quote_ident, Source};
+use crate::sqlite::tables::schema::{quote_ident, Source};
 
 /// (domain, parameter) pairs of pages kept apart listed in the report.
 pub const KEPT_APART_LISTED: usize = 10;
@@ -59,7 +59,7 @@ pub struct Report {
 ///
 /// ```
 /// use dedup::sqlite::pipeline::run::report::skipped_query;
-/// use dedup::sqlite::pipeline::tables::schema::Source;
+/// use dedup::sqlite::tables::schema::Source;
 /// let db = rusqlite::Connection::open_in_memory().unwrap();
 /// db.execute_batch("CREATE TABLE docs (link TEXT, body BLOB)").unwrap();
 /// let docs = Source::inspect_mapped(&db, "docs", &[("url".into(), "link".into()),

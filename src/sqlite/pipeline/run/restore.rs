@@ -1,23 +1,23 @@
 //! Undoes the latest run: every archived row back into the table (under a
 //! new rowid when a later crawl took its old one), the survivors' rewritten
 //! columns back to their old values, then the run forgotten. Runs inside
-//! [`crate::sqlite::pipeline::run::atomic::atomically`]: all of it or nothing.
+//! [`crate::sqlite::ground::atomic::atomically`]: all of it or nothing.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown::truncate;
 use crate::sqlite::pipeline::run::locate::{first_refused, refused};
 use crate::sqlite::pipeline::run::plan::next_run;
-use crate::sqlite::pipeline::shown::truncate;
-use crate::sqlite::pipeline::tables::own_tables::{self, upgrade_rewritten};
-use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source, ARCHIVE_META};
+use crate::sqlite::tables::own_tables::{self, upgrade_rewritten};
+use crate::sqlite::tables::schema::{self, quote_ident, Source, ARCHIVE_META};
 
 /// Rowid changes named one by one in the message; the rest are counted.
 const MOVED_LISTED: usize = 20;
 
 /// Restores the latest run; returns what was done, in words.
 pub fn restore(db: &Connection) -> Result<String, DedupError> {
-    let _whole = crate::sqlite::pipeline::trace::Trace("restore".into(), std::time::Instant::now());
+    let _whole = crate::sqlite::ground::trace::Trace("restore".into(), std::time::Instant::now());
     if schema::object_type(db, "dedup_runs")?.is_none() {
         return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
@@ -65,7 +65,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         match schema::object_type(db, name)?.as_deref() {
             Some("table") => {}
             None if name == "dedup_rewritten" => {
-                let create = crate::sqlite::pipeline::tables::own_schema::OWN
+                let create = crate::sqlite::tables::own_schema::OWN
                     .iter()
                     .find(|(n, _)| *n == "dedup_rewritten")
                     .map_or("", |(_, c)| c);
@@ -123,7 +123,7 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         .collect::<Result<_, _>>()?;
     let mut step = std::time::Instant::now();
     let left = locate_survivors(db, &source, run, &names)?;
-    crate::sqlite::pipeline::trace::lap("restore: locate survivors", &mut step);
+    crate::sqlite::ground::trace::lap("restore: locate survivors", &mut step);
     for name in &names {
         let Some(col) = source
             .columns
@@ -366,7 +366,7 @@ struct Left {
 /// `temp._dedup_restore_to(src, dst)`: each survivor of `run` on the row
 /// it still is: the row with its rowid (`src`) when that row holds every
 /// value the run wrote and the survivor's identity as the run left it
-/// ([`crate::sqlite::pipeline::tables::identity`]); else, when a `VACUUM`
+/// ([`crate::sqlite::tables::identity`]); else, when a `VACUUM`
 /// renumbered the rows, the one row that has that identity. Never the row
 /// that merely holds the URL the run wrote: a page crawled since at that
 /// URL is another page. The survivors left out, each with why. (A run
@@ -380,7 +380,7 @@ fn locate_survivors(
 ) -> Result<Vec<Left>, DedupError> {
     let t = source.qualified();
     let rowid = source.rowid;
-    let identity = crate::sqlite::pipeline::tables::identity::identity_of(source, "g");
+    let identity = crate::sqlite::tables::identity::identity_of(source, "g");
     let mut now = String::new();
     for name in names {
         if let Some(col) = source
@@ -485,8 +485,8 @@ fn locate_survivors(
 /// One archived value for an error: quoted and cut short, or its type.
 fn archived_value(db: &Connection, sql: &str, params: impl rusqlite::Params) -> String {
     match db.query_row(sql, params, |r| r.get::<_, rusqlite::types::Value>(0)) {
-        Ok(rusqlite::types::Value::Text(t)) => crate::sqlite::pipeline::shown::excerpt(&t),
-        Ok(other) => crate::sqlite::pipeline::shown::describe_value(&other),
+        Ok(rusqlite::types::Value::Text(t)) => crate::sqlite::ground::shown::excerpt(&t),
+        Ok(other) => crate::sqlite::ground::shown::describe_value(&other),
         Err(_) => "(unread)".to_string(),
     }
 }
@@ -500,7 +500,7 @@ fn drop_when_no_run_is_left(db: &Connection) -> Result<bool, DedupError> {
     if left > 0 {
         return Ok(false);
     }
-    for (table, _) in crate::sqlite::pipeline::tables::own_schema::OWN {
+    for (table, _) in crate::sqlite::tables::own_schema::OWN {
         if schema::object_type(db, table)?.as_deref() != Some("table") {
             continue;
         }

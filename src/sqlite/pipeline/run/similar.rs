@@ -48,15 +48,15 @@
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, Result};
 
-use super::atomic::{caller_uses_tables, tentatively};
 use super::plan;
-use crate::sqlite::pipeline::error::{fail, DedupError};
+use crate::sqlite::ground::arguments::{check_arity, describe, user_error, WRITES};
+use crate::sqlite::ground::atomic::{caller_uses_tables, tentatively};
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown::excerpt;
 use crate::sqlite::pipeline::incremental::index_state;
 use crate::sqlite::pipeline::incremental::run_kind::always_full;
-use crate::sqlite::pipeline::settings::read::{self as settings_read, read_recorded};
-use crate::sqlite::pipeline::shown::excerpt;
-use crate::sqlite::pipeline::tables::schema::{self, quote_ident, Source};
-use crate::sqlite::scalars::{check_arity, describe, user_error, WRITES};
+use crate::sqlite::settings::read::{self as settings_read, read_recorded};
+use crate::sqlite::tables::schema::{self, quote_ident, Source};
 
 const NAME: &str = "dedup_similar";
 

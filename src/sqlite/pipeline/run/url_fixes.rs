@@ -16,10 +16,10 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::sqlite::pipeline::error::{fail, DedupError};
-use crate::sqlite::pipeline::settings::values::Settings;
-use crate::sqlite::pipeline::shown::truncate;
-use crate::sqlite::pipeline::tables::schema::object_type;
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown::truncate;
+use crate::sqlite::settings::values::Settings;
+use crate::sqlite::tables::schema::object_type;
 
 /// The table the probe writes.
 pub const TABLE: &str = "dedup_url_fixes";

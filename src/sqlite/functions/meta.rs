@@ -1,0 +1,41 @@
+//! `dedup_version()` and `dedup_debug()`.
+
+use rusqlite::{Connection, Result};
+
+use crate::sqlite::ground::arguments::PURE;
+
+/// The oldest SQLite the extension loads into (the API level of its
+/// bindings); older hosts refuse the load with an error message.
+pub const MIN_SQLITE_VERSION: &str = "3.34.1";
+
+/// The crate version, e.g. `v0.2.0`.
+pub fn version() -> String {
+    format!("v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Build details: version, target, profile, and the SQLite library the
+/// extension runs in.
+pub fn debug_info(sqlite_version: &str) -> String {
+    format!(
+        "Version: {}\nTarget: {}-{}\nProfile: {}\nSQLite: {} (minimum {})",
+        version(),
+        std::env::consts::ARCH,
+        std::env::consts::OS,
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        sqlite_version,
+        MIN_SQLITE_VERSION,
+    )
+}
+
+/// Registers `dedup_version()` and `dedup_debug()`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_scalar_function("dedup_version", 0, PURE, |_| Ok(version()))?;
+    db.create_scalar_function("dedup_debug", 0, PURE, |_| {
+        Ok(debug_info(rusqlite::version()))
+    })?;
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! SQL bindings of the sketches: `minhash`, `minhash_jaccard`, `simhash`,
+//! `hamming_distance`, `lsh_probability`, `lsh_params`.
+
+use std::cell::RefCell;
+
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, Result};
+
+use crate::core::sketch::{
+    lsh_params, lsh_probability, simhash_or_halt, MinHasher, Shingling, Signature,
+};
+use crate::sqlite::ground::arguments::{
+    check_arity, describe, interrupt_poll, number_arg, text_arg, user_error, PURE,
+};
+
+/// Default permutations of `minhash`.
+pub const DEFAULT_PERMUTATIONS: i64 = 128;
+/// Largest `num_perm`.
+pub const MAX_PERMUTATIONS: i64 = 4096;
+
+thread_local! {
+    /// The permutations last used on this thread.
+    static HASHER: RefCell<MinHasher> = RefCell::new(MinHasher::new(DEFAULT_PERMUTATIONS as usize));
+}
+
+/// Integer argument `i` in `range`, `default` when absent or NULL.
+fn int_arg(
+    ctx: &rusqlite::functions::Context<'_>,
+    i: usize,
+    function: &str,
+    problem: &str,
+    range: std::ops::RangeInclusive<i64>,
+    default: i64,
+) -> Result<i64> {
+    if ctx.len() <= i {
+        return Ok(default);
+    }
+    match ctx.get_raw(i) {
+        ValueRef::Null => Ok(default),
+        ValueRef::Integer(v) if range.contains(&v) => Ok(v),
+        other => Err(user_error(function, problem, &describe(other))),
+    }
+}
+
+/// The `num_perm` argument at `i`: 1 to 4096, 128 when absent or NULL.
+fn num_perm_arg(ctx: &rusqlite::functions::Context<'_>, i: usize, function: &str) -> Result<usize> {
+    let perms = int_arg(
+        ctx,
+        i,
+        function,
+        "num_perm must be an integer in [1, 4096]",
+        1..=MAX_PERMUTATIONS,
+        DEFAULT_PERMUTATIONS,
+    )?;
+    Ok(perms as usize)
+}
+
+/// The shingling from arguments `kind_at` and `kind_at + 1`.
+fn shingling_args(
+    ctx: &rusqlite::functions::Context<'_>,
+    kind_at: usize,
+    function: &str,
+    default: (&str, i64),
+) -> Result<Shingling> {
+    let kind = match ctx.len().gt(&kind_at).then(|| ctx.get_raw(kind_at)) {
+        None | Some(ValueRef::Null) => default.0.to_string(),
+        Some(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+        Some(other) => {
+            return Err(user_error(
+                function,
+                "shingle kind must be 'word' or 'char'",
+                &describe(other),
+            ))
+        }
+    };
+    let n = int_arg(
+        ctx,
+        kind_at + 1,
+        function,
+        "shingle size must be an integer in [1, 64]",
+        1..=64,
+        default.1,
+    )?;
+    Shingling::new(&kind, n).map_err(|e| user_error(function, &e, &format!("'{kind}'")))
+}
+
+fn signature_arg<'a>(
+    ctx: &'a rusqlite::functions::Context<'_>,
+    i: usize,
+    function: &str,
+) -> Result<Option<Signature<'a>>> {
+    match ctx.get_raw(i) {
+        ValueRef::Null => Ok(None),
+        ValueRef::Blob(b) => Signature::parse(b)
+            .map(Some)
+            .map_err(|e| user_error(function, &e, &format!("blob of {} bytes", b.len()))),
+        other => Err(user_error(
+            function,
+            "not a minhash signature",
+            &describe(other),
+        )),
+    }
+}
+
+fn int_or_null(
+    ctx: &rusqlite::functions::Context<'_>,
+    i: usize,
+    function: &str,
+) -> Result<Option<i64>> {
+    crate::sqlite::ground::arguments::int_arg(
+        ctx,
+        i,
+        function,
+        "arguments must be INTEGER simhashes",
+    )
+}
+
+/// Registers the sketch functions on `db`.
+pub fn register(db: &Connection) -> Result<()> {
+    db.create_scalar_function("minhash", -1, PURE, |ctx| {
+        const F: &str = "minhash";
+        check_arity(ctx, F, 1, 4)?;
+        let perms = num_perm_arg(ctx, 1, F)?;
+        let shingling = shingling_args(ctx, 2, F, ("char", 5))?;
+        let Some(text) = text_arg(ctx, 0, F, "text")? else {
+            return Ok(ToSqlOutput::Owned(Value::Null));
+        };
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        let hashes = shingling.hashes_or_halt(text, &stop)?;
+        let sig = HASHER.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.num_perm() != perms {
+                *h = MinHasher::new(perms);
+            }
+            h.signature_or_halt(&hashes, &stop)
+        })?;
+        Ok(ToSqlOutput::Owned(match sig {
+            Some(sig) => Value::Blob(MinHasher::to_blob(shingling, &sig)),
+            None => Value::Null,
+        }))
+    })?;
+
+    db.create_scalar_function("minhash_jaccard", 2, PURE, |ctx| {
+        const F: &str = "minhash_jaccard";
+        let a = signature_arg(ctx, 0, F)?;
+        let b = signature_arg(ctx, 1, F)?;
+        let (Some(a), Some(b)) = (a, b) else {
+            return Ok(None);
+        };
+        a.jaccard(&b)
+            .map(Some)
+            .map_err(|e| user_error(F, "signatures must have the same shingles and size", &e))
+    })?;
+
+    db.create_scalar_function("simhash", -1, PURE, |ctx| {
+        const F: &str = "simhash";
+        check_arity(ctx, F, 1, 3)?;
+        let shingling = shingling_args(ctx, 1, F, ("word", 1))?;
+        let Some(text) = text_arg(ctx, 0, F, "text")? else {
+            return Ok(None);
+        };
+        let poll = interrupt_poll(ctx)?;
+        let stop = || poll.borrow_mut().interrupted();
+        let hashes = shingling.hashes_or_halt(text, &stop)?;
+        Ok(simhash_or_halt(&hashes, &stop)?.map(|h| h as i64))
+    })?;
+
+    db.create_scalar_function("hamming_distance", 2, PURE, |ctx| {
+        const F: &str = "hamming_distance";
+        let (Some(a), Some(b)) = (int_or_null(ctx, 0, F)?, int_or_null(ctx, 1, F)?) else {
+            return Ok(None);
+        };
+        Ok(Some(i64::from((a ^ b).count_ones())))
+    })?;
+
+    db.create_scalar_function("lsh_probability", 3, PURE, |ctx| {
+        const F: &str = "lsh_probability";
+        let Some(s) = number_arg(ctx, 0, F, "similarity")? else {
+            return Ok(None);
+        };
+        if !(0.0..=1.0).contains(&s) {
+            return Err(user_error(
+                F,
+                "similarity must be in [0.0, 1.0]",
+                &describe(ctx.get_raw(0)),
+            ));
+        }
+        let bands = int_arg(
+            ctx,
+            1,
+            F,
+            "bands must be a positive integer",
+            1..=i64::from(u16::MAX),
+            0,
+        )?;
+        let rows = int_arg(
+            ctx,
+            2,
+            F,
+            "rows must be a positive integer",
+            1..=i64::from(u16::MAX),
+            0,
+        )?;
+        Ok(Some(lsh_probability(s, bands as usize, rows as usize)))
+    })?;
+
+    db.create_scalar_function("lsh_params", -1, PURE, |ctx| {
+        const F: &str = "lsh_params";
+        check_arity(ctx, F, 1, 2)?;
+        let perms = num_perm_arg(ctx, 1, F)?;
+        let Some(t) = number_arg(ctx, 0, F, "threshold")? else {
+            return Ok(None);
+        };
+        if !(0.0..=1.0).contains(&t) {
+            return Err(user_error(
+                F,
+                "threshold must be in [0.0, 1.0]",
+                &describe(ctx.get_raw(0)),
+            ));
+        }
+        let (bands, rows) = lsh_params(t, perms);
+        Ok(Some(format!("{{\"bands\":{bands},\"rows\":{rows}}}")))
+    })?;
+    Ok(())
+}

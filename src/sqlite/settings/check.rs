@@ -1,0 +1,495 @@
+//! Each setting's rule, once: its type and range, the closed choices by
+//! their words, a misspelt key matched to the setting it is a slip for.
+
+use crate::core::url::UrlOptions;
+use crate::sqlite::ground::error::{fail, DedupError};
+use crate::sqlite::ground::shown::{describe_value, excerpt, truncate};
+use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
+use crate::sqlite::settings::values::{Settings, KEYS};
+use crate::sqlite::tables::schema::{self};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Result};
+
+/// The keys of `pairs` that name no setting, for an error: each quoted,
+/// with the setting it is likely a slip for (`'treshold' (did you mean
+/// threshold?)`), then the known keys; `None` when every key is known.
+pub fn unknown_keys(pairs: &[(String, Value)]) -> Option<String> {
+    let unknown: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| !KEYS.contains(&k.as_str()))
+        .map(|(k, _)| {
+            let quoted = format!("'{}'", k.replace('\'', "''"));
+            match likely_key(k) {
+                Some(known) => format!("{quoted} (did you mean {known}?)"),
+                None => quoted,
+            }
+        })
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        format!(
+            "{} (known: {})",
+            truncate(&unknown.join(", "), 300),
+            KEYS.join(", ")
+        )
+    })
+}
+
+/// The setting `key` is most likely a slip for: the same but for case, or
+/// within two insertions or deletions of it (a letter left out, doubled,
+/// swapped), the nearest first.
+fn likely_key(key: &str) -> Option<&'static str> {
+    use crate::core::similarity::{indel_distance, CodePoints};
+    let lower = key.to_lowercase();
+    let lower = CodePoints::new(&lower);
+    KEYS.iter()
+        .filter_map(|known| indel_distance(&lower, &CodePoints::new(known), 2).map(|d| (d, *known)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, known)| known)
+}
+
+/// Checks `(key, value)` pairs, later pairs overriding earlier ones.
+pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
+    if let Some(unknown) = unknown_keys(pairs) {
+        return fail(format!("dedup: unknown setting, got {unknown}"));
+    }
+    let get = |key: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let mut s = Settings::default();
+    let unit = |v: &Value| match *v {
+        Value::Integer(i) if (0..=1).contains(&i) => Some(i as f64),
+        Value::Real(r) if (0.0..=1.0).contains(&r) => Some(r),
+        _ => None,
+    };
+    if let Some(v) = checked(pairs, "threshold", "must be in [0.0, 1.0]", unit)? {
+        s.threshold = v;
+    }
+    let rule = "must be an integer >= 1 (rows compared: distance - 1)";
+    if let Some(v) = checked(pairs, "distance", rule, integer_from(1))? {
+        s.distance = v;
+    }
+    let rule = "must be 0 or 1";
+    if let Some(v) = checked(pairs, "discard_params", rule, |v| flag(v, false))? {
+        s.discard_params = v;
+    }
+    let rule = "must be true or false (1 or 0)";
+    if let Some(v) = checked(pairs, "full", rule, |v| flag(v, true))? {
+        s.full = v;
+    }
+    let rule = "must be true or false (1 or 0)";
+    if let Some(v) = checked(pairs, "fix_urls", rule, |v| flag(v, true))? {
+        s.fix_urls = v;
+    }
+    let rule = "must be a label of at most 200 characters";
+    if let Some(v) = checked(pairs, "job", rule, |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) if t.chars().count() <= 200 => Some(t.clone()),
+        _ => None,
+    })? {
+        s.job = v;
+    }
+    let rule = "must be the path of an SQLite database file or the name of an attached schema";
+    if let Some(v) = checked(pairs, "against", rule, |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
+        _ => None,
+    })? {
+        s.against = v;
+    }
+    let rule = "must be a non-negative integer";
+    if let Some(v) = checked(pairs, "n_min", rule, integer_from(0))? {
+        s.n_min = v;
+    }
+    if let Some(v) = checked(pairs, "url_options", "must be text", |v| match v {
+        Value::Null => Some(String::new()),
+        Value::Text(t) => Some(t.clone()),
+        _ => None,
+    })? {
+        s.url_options = v;
+    }
+    let spec = s.canonical_options();
+    if let Err(e) = UrlOptions::parse(&spec) {
+        return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
+    }
+    let rule = "must be 'window' or 'lsh'";
+    if let Some(v) = checked(pairs, "near_mode", rule, one_of(NearMode::WORDS, None))? {
+        s.near_mode = NearMode::from_word(&v).unwrap_or_default();
+    }
+    let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
+    let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
+    match (&bands, &rows) {
+        (Value::Integer(b), Value::Integer(r))
+            if *b >= 1 && *r >= 1 && b.saturating_mul(*r) <= 4096 =>
+        {
+            s.lsh_bands = *b;
+            s.lsh_rows = *r;
+        }
+        _ => {
+            return fail(format!(
+                "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got {} and {}",
+                describe_value(&bands),
+                describe_value(&rows)
+            ))
+        }
+    }
+    let rule = "must be the name of a table";
+    if let Some(v) = checked(pairs, "table", rule, |v| match v {
+        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
+        _ => None,
+    })? {
+        s.table = v;
+    }
+    let rule = "must be milliseconds (an integer >= 0)";
+    if let Some(v) = checked(pairs, "busy_timeout", rule, |v| match *v {
+        Value::Integer(i) if (0..=i32::MAX as i64).contains(&i) => Some(i),
+        _ => None,
+    })? {
+        s.busy_timeout = v;
+    }
+    let rule = "must be 'keep' or 'strip'";
+    if let Some(v) = checked(pairs, "boilerplate", rule, one_of(Boilerplate::WORDS, None))? {
+        s.boilerplate = Boilerplate::from_word(&v).unwrap_or_default();
+    }
+    let rule = "must be an integer >= 2";
+    if let Some(v) = checked(pairs, "boilerplate_min_pages", rule, integer_from(2))? {
+        s.boilerplate_min_pages = v;
+    }
+    let rule = "must be 0 (off) or the probability a rule needs, in (0.0, 1.0]";
+    if let Some(v) = checked(pairs, "url_rules", rule, |v| match v {
+        Value::Null => Some(0.0),
+        v => unit(v),
+    })? {
+        s.url_rules = v;
+    }
+    let rule = "must be 'reference' (the reference pipeline's behaviour exactly) or 'none'";
+    let compat = one_of(Compat::WORDS, Some(Compat::None.as_str()));
+    if let Some(v) = checked(pairs, "compat", rule, compat)? {
+        s.compat = Compat::from_word(&v).unwrap_or_default();
+    }
+    if let Some(v) = get("columns") {
+        s.columns = match &v {
+            Value::Null => Vec::new(),
+            Value::Text(t) => parse_columns(t)?.ok_or(()).or_else(|_| {
+                fail(format!(
+                    "dedup: columns must be a JSON object from the pipeline's names ({}) to the table's columns, e.g. {{\"url\": \"link\"}}, got {}",
+                    schema::PAGE_COLUMNS.join(", "),
+                    describe_value(&v)
+                ))
+            })?,
+            other => {
+                return fail(format!(
+                    "dedup: columns must be a JSON object, got {}",
+                    describe_value(other)
+                ))
+            }
+        };
+    }
+    if s.compat == Compat::Reference && s.fix_urls {
+        return fail("dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
+    }
+    if s.compat == Compat::Reference {
+        // (lsh is not the reference's; its chain election is the window's.)
+        s.lsh_election = LshElection::Chain;
+    }
+    let rule = "must be 'chain' (the window scan's election) or 'direct' (no drift)";
+    let election = one_of(LshElection::WORDS, None);
+    if let Some(v) = checked(pairs, "lsh_election", rule, |v| match v {
+        Value::Null => Some(s.lsh_election.as_str().to_string()),
+        v => election(v),
+    })? {
+        s.lsh_election = LshElection::from_word(&v).unwrap_or_default();
+    }
+    if let Some(v) = get("prefer") {
+        s.prefer = parse_prefer(&v)?;
+        if let Value::Text(t) = v {
+            s.prefer_json = t;
+        }
+    }
+    Ok(s)
+}
+
+/// The last value `pairs` give `key` as `check` reads it (`None` when not
+/// given), or the error naming the setting, its `rule` and the value.
+fn checked<T>(
+    pairs: &[(String, Value)],
+    key: &str,
+    rule: &str,
+    check: impl Fn(&Value) -> Option<T>,
+) -> std::result::Result<Option<T>, DedupError> {
+    let Some((_, value)) = pairs.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(None);
+    };
+    match check(value) {
+        Some(v) => Ok(Some(v)),
+        None => {
+            // (A number written as text, which the number itself would
+            // pass: say so, since the quotes are the whole mistake.)
+            let as_number = match value {
+                Value::Text(t) => {
+                    let t = t.trim();
+                    t.parse::<i64>()
+                        .map(Value::Integer)
+                        .or_else(|_| t.parse::<f64>().map(Value::Real))
+                        .ok()
+                }
+                _ => None,
+            };
+            let hint = match as_number {
+                Some(n) if check(&n).is_some() => format!(
+                    " (a number written as text: give it without quotes, {})",
+                    describe_value(&n)
+                ),
+                _ => String::new(),
+            };
+            fail(format!(
+                "dedup: {key} {rule}, got {}{hint}",
+                describe_value(value)
+            ))
+        }
+    }
+}
+
+/// An integer of at least `min`.
+fn integer_from(min: i64) -> impl Fn(&Value) -> Option<i64> {
+    move |v| match *v {
+        Value::Integer(i) if i >= min => Some(i),
+        _ => None,
+    }
+}
+
+/// One of `options` (a text), or `null_as` for NULL when given.
+fn one_of(
+    options: &'static [&'static str],
+    null_as: Option<&'static str>,
+) -> impl Fn(&Value) -> Option<String> {
+    move |v| match v {
+        Value::Text(t) if options.contains(&t.as_str()) => Some(t.clone()),
+        Value::Null => null_as.map(String::from),
+        _ => None,
+    }
+}
+
+/// 0 or 1 (and NULL as 0 when `null_is_off`).
+fn flag(v: &Value, null_is_off: bool) -> Option<bool> {
+    match *v {
+        Value::Integer(0) => Some(false),
+        Value::Integer(1) => Some(true),
+        Value::Null if null_is_off => Some(false),
+        _ => None,
+    }
+}
+
+/// `columns`: a JSON object of pipeline names (of
+/// [`schema::PAGE_COLUMNS`], each once) to column names; `None` when it is
+/// not one.
+pub fn parse_columns(text: &str) -> Result<Option<Vec<(String, String)>>> {
+    let db = Connection::open_in_memory()?;
+    let ok: bool = db.query_row(
+        "SELECT CASE WHEN json_valid(?1) AND json_type(?1) = 'object' THEN NOT EXISTS
+           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR value = '') ELSE 0 END",
+        [text],
+        |r| r.get(0),
+    )?;
+    if !ok {
+        return Ok(None);
+    }
+    let mut stmt = db.prepare("SELECT key, value FROM json_each(?1)")?;
+    let pairs = stmt
+        .query_map([text], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
+        .collect::<Result<Vec<_>>>()?;
+    let known = pairs
+        .iter()
+        .all(|(k, _)| schema::PAGE_COLUMNS.contains(&k.as_str()));
+    Ok(known.then_some(pairs))
+}
+
+/// `prefer`: a JSON array of strings (SQL ordering terms); NULL or `[]` for none.
+fn parse_prefer(v: &Value) -> std::result::Result<Vec<String>, DedupError> {
+    let bad = || {
+        fail(format!(
+            "dedup: prefer must be a JSON array of SQL ordering terms (e.g. [\"crawled ASC\"]), got {}",
+            describe_value(v)
+        ))
+    };
+    let text = match v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Text(t) => t,
+        _ => return bad(),
+    };
+    let db = Connection::open_in_memory()?;
+    let ok: bool = db.query_row(
+        "SELECT CASE WHEN json_valid(?1) AND json_type(?1) = 'array' THEN NOT EXISTS
+           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR trim(value) = '') ELSE 0 END",
+        [text],
+        |r| r.get(0),
+    )?;
+    if !ok {
+        return bad();
+    }
+    let mut stmt = db.prepare("SELECT value FROM json_each(?1) ORDER BY key")?;
+    let terms = stmt
+        .query_map([text], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>>>()?;
+    Ok(terms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(p: &[(&str, Value)]) -> Vec<(String, Value)> {
+        p.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    fn err(p: &[(&str, Value)]) -> String {
+        parse(&pairs(p)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(parse(&[]).unwrap(), Settings::default());
+        let s = parse(&pairs(&[
+            ("threshold", Value::Real(0.5)),
+            ("threshold", Value::Integer(1)),
+            ("discard_params", Value::Integer(0)),
+            ("url_options", Value::Text("strip_www".into())),
+        ]))
+        .unwrap();
+        assert_eq!(s.threshold, 1.0);
+        assert_eq!(s.canonical_options(), "keep_params,strip_www");
+    }
+
+    #[test]
+    fn a_number_written_as_text_is_named_so_only_where_the_number_would_do() {
+        // (In the last three the number would fail too, or the setting is
+        // not a number: no hint.)
+        let cases = [
+            ("threshold", "0.9", "must be in [0.0, 1.0], got '0.9' (a number written as text: give it without quotes, 0.9)"),
+            ("threshold", "1.5", "must be in [0.0, 1.0], got '1.5'"),
+            ("distance", "2.5", "must be an integer >= 1 (rows compared: distance - 1), got '2.5'"),
+            ("near_mode", "1", "must be 'window' or 'lsh', got '1'"),
+        ];
+        for (key, value, said) in cases {
+            assert_eq!(
+                err(&[(key, Value::Text(value.into()))]),
+                format!("dedup: {key} {said}")
+            );
+        }
+    }
+
+    #[test]
+    fn each_setting_refuses_a_bad_value_with_its_rule() {
+        let text = |t: &str| Value::Text(t.into());
+        let cases = [
+            ("threshold", Value::Integer(2), "must be in [0.0, 1.0], got 2"),
+            ("threshold", text("0.8"), "must be in [0.0, 1.0], got '0.8' (a number written as text: give it without quotes, 0.8)"),
+            ("distance", text(" 20"), "must be an integer >= 1 (rows compared: distance - 1), got ' 20' (a number written as text: give it without quotes, 20)"),
+            ("distance", Value::Integer(0), "must be an integer >= 1 (rows compared: distance - 1), got 0"),
+            ("discard_params", Value::Null, "must be 0 or 1, got NULL"),
+            ("discard_params", Value::Integer(2), "must be 0 or 1, got 2"),
+            ("full", text("yes"), "must be true or false (1 or 0), got 'yes'"),
+            ("job", text(&"j".repeat(201)), "must be a label of at most 200 characters, got '"),
+            ("n_min", Value::Integer(-1), "must be a non-negative integer, got -1"),
+            ("url_options", Value::Integer(1), "must be text, got 1"),
+            ("near_mode", text("minhash"), "must be 'window' or 'lsh', got 'minhash'"),
+            ("near_mode", Value::Null, "must be 'window' or 'lsh', got NULL"),
+            ("table", Value::Null, "must be the name of a table, got NULL"),
+            ("busy_timeout", Value::Integer(-5), "must be milliseconds (an integer >= 0), got -5"),
+            ("busy_timeout", Value::Integer(1 << 40), "must be milliseconds (an integer >= 0), got 1099511627776"),
+            ("boilerplate", text("drop"), "must be 'keep' or 'strip', got 'drop'"),
+            ("boilerplate_min_pages", Value::Integer(1), "must be an integer >= 2, got 1"),
+            ("url_rules", Value::Real(1.5), "must be 0 (off) or the probability a rule needs, in (0.0, 1.0], got 1.5"),
+            ("compat", text("ref"), "must be 'reference' (the reference pipeline's behaviour exactly) or 'none', got 'ref'"),
+            ("lsh_election", Value::Integer(1), "must be 'chain' (the window scan's election) or 'direct' (no drift), got 1"),
+            ("columns", Value::Integer(1), "must be a JSON object, got 1"),
+        ];
+        for (key, value, rule) in cases {
+            let message = err(&[(key, value.clone())]);
+            assert!(
+                message.starts_with(&format!("dedup: {key} {rule}")),
+                "{key} = {value:?}: {message}"
+            );
+        }
+        // NULL means the default where a setting allows it; the last of two
+        // values of a key is the one checked and kept.
+        let s = parse(&pairs(&[
+            ("full", Value::Null),
+            ("job", Value::Null),
+            ("url_options", Value::Null),
+            ("url_rules", Value::Null),
+            ("compat", Value::Null),
+            ("lsh_election", Value::Null),
+            ("distance", Value::Integer(0)),
+            ("distance", Value::Integer(7)),
+        ]))
+        .unwrap();
+        assert_eq!(s.distance, 7);
+        assert_eq!((s.full, s.url_rules), (false, 0.0));
+        assert_eq!(
+            (s.compat.as_str(), s.lsh_election.as_str()),
+            ("none", "direct")
+        );
+        let s = parse(&pairs(&[
+            ("compat", text("reference")),
+            ("lsh_election", Value::Null),
+        ]))
+        .unwrap();
+        assert_eq!(s.lsh_election, LshElection::Chain);
+    }
+
+    #[test]
+    fn an_unknown_key_is_matched_to_the_setting_it_is_a_slip_for() {
+        for (key, want) in [
+            ("treshold", Some("threshold")),  // a letter left out
+            ("Threshold", Some("threshold")), // case
+            ("N_MIN", Some("n_min")),
+            ("thresohld", Some("threshold")), // two letters swapped
+            ("distancee", Some("distance")),  // a letter doubled
+            ("nearmode", Some("near_mode")),
+            ("tabel", Some("table")),
+            ("bands", None), // lsh_bands is four away
+            ("speed", None),
+            ("", None),
+        ] {
+            assert_eq!(likely_key(key), want, "{key:?}");
+        }
+    }
+
+    #[test]
+    fn every_bad_value_is_named() {
+        assert_eq!(
+            err(&[("threshold", Value::Real(1.5))]),
+            "dedup: threshold must be in [0.0, 1.0], got 1.5"
+        );
+        assert!(err(&[("treshold", Value::Real(0.8))]).starts_with(
+            "dedup: unknown setting, got 'treshold' (did you mean threshold?) (known: threshold, "
+        ));
+        // An option that ignores the probe URL of earlier versions is valid.
+        let s = parse(&pairs(&[(
+            "url_options",
+            Value::Text("ignore+=.org".into()),
+        )]))
+        .unwrap();
+        assert_eq!(s.url_options, "ignore+=.org");
+        assert!(err(&[("url_options", Value::Text("bogus".into()))])
+            .starts_with("dedup: url_options: unknown option 'bogus'"));
+        assert_eq!(
+            err(&[("lsh_rows", Value::Integer(2000))]),
+            "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"
+        );
+        assert_eq!(
+            err(&[("table", Value::Text(String::new()))]),
+            "dedup: table must be the name of a table, got ''"
+        );
+        assert_eq!(
+            err(&[("near_mode", Value::Text("a\0b".into()))]),
+            "dedup: near_mode must be 'window' or 'lsh', got 'a\\u{0}b'"
+        );
+    }
+}

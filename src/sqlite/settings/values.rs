@@ -1,0 +1,278 @@
+//! The run's settings as the run uses them: [`Settings`], every field
+//! checked, its closed choices enums, each default once.
+
+use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
+use rusqlite::{params, Connection, Result};
+
+/// Every key `dedup_settings` may hold.
+pub const KEYS: [&str; 21] = [
+    "threshold",
+    "distance",
+    "discard_params",
+    "n_min",
+    "url_options",
+    "near_mode",
+    "lsh_bands",
+    "lsh_rows",
+    "table",
+    "busy_timeout",
+    "boilerplate",
+    "boilerplate_min_pages",
+    "url_rules",
+    "compat",
+    "prefer",
+    "columns",
+    "lsh_election",
+    "full",
+    "job",
+    "against",
+    "fix_urls",
+];
+
+/// Checked settings of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Near-duplicate when `lev_ratio > threshold`; 1.0 skips phase 4.
+    pub threshold: f64,
+    /// The reference's window: each row against the next `distance - 1`.
+    pub distance: i64,
+    /// Keep only `lang`/`v` query parameters (else all but tracking ones).
+    pub discard_params: bool,
+    /// Drop rows of domains with fewer surviving pages (0: keep all).
+    pub n_min: i64,
+    /// Extra `canonical_url` options.
+    pub url_options: String,
+    /// `window` or `lsh`.
+    pub near_mode: NearMode,
+    /// `lsh` mode: bands of the signature.
+    pub lsh_bands: i64,
+    /// `lsh` mode: signature values per band.
+    pub lsh_rows: i64,
+    /// The table of pages (in the main schema).
+    pub table: String,
+    /// Milliseconds to wait for a lock held by another connection.
+    pub busy_timeout: i64,
+    /// `keep` (the reference) or `strip`: segments found in at least
+    /// `boilerplate_min_pages` pages of a domain are left out of the texts
+    /// the near-duplicate phase compares.
+    pub boilerplate: Boilerplate,
+    /// Pages (of distinct content) of one domain a segment must be in to be
+    /// boilerplate.
+    pub boilerplate_min_pages: i64,
+    /// Canonical URLs also drop the parameters `dedup_url_rules` says never
+    /// change content with at least this probability; 0 (the default) never.
+    pub url_rules: f64,
+    /// `none` (our defaults) or `reference`: the reference pipeline's
+    /// behaviour exactly (query parameters dropped whatever the content, no
+    /// https preference).
+    pub compat: Compat,
+    /// SQL ordering terms over the table's columns, applied before the
+    /// built-in election rules in every phase.
+    pub prefer: Vec<String>,
+    /// `prefer` as the JSON array it was given in.
+    pub prefer_json: String,
+    /// Where `prefer` came from: the caller's SQL, or the database's own
+    /// `dedup_settings` (compiled only under [`crate::sqlite::settings::untrusted`]'s rules).
+    pub prefer_from: Origin,
+    /// The table's columns for the pipeline's names (`url`, `parsed`, ...)
+    /// when they are named otherwise: (pipeline name, column).
+    pub columns: Vec<(String, String)>,
+    /// `lsh` mode's election: `chain` (the window scan's) or `direct` (no
+    /// removed row ends far from its final survivor).
+    pub lsh_election: LshElection,
+    /// A full run even when the index would allow an incremental one (not
+    /// recorded: it changes the run's cost, never its result).
+    pub full: bool,
+    /// A label recorded with the run (`sqlite-dedup spark` names its job so,
+    /// and skips the shards whose runs carry it); empty: none.
+    pub job: String,
+    /// Another database whose pages this run compares with the table's
+    /// (a path, or the name of an attached schema): only the table's rows
+    /// leave (`run/against.rs`); empty: none.
+    pub against: String,
+    /// Where `against` came from (a path read from `dedup_settings` is
+    /// refused: a database may not make the run open another file).
+    pub against_from: Origin,
+    /// Canonical URLs use the answers `dedup_url_fixes` holds for their host
+    /// (http upgraded to https, `www.` dropped, where the probe found so:
+    /// `run/url_fixes.rs`).
+    pub fix_urls: bool,
+    /// Which phases run here ([`Phases`]; not a setting of its own: the
+    /// entry point decides).
+    pub phases: Phases,
+    /// The rows of `temp._dedup_extra` (rid, and the pipeline's columns)
+    /// join the table's as new ones (not a setting: a run `against`
+    /// another database plans there so, `run/against_index.rs`).
+    pub extra_rows: bool,
+}
+
+/// Who wrote a setting that is compiled as SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The call's JSON argument (or a default): the caller's own SQL.
+    #[default]
+    Caller,
+    /// The database's `dedup_settings`: data, held to a schema's rules.
+    Database,
+}
+
+/// Which phases a run computes on this connection.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Phases {
+    /// All of them (`dedup_run`, `dedup_plan`).
+    #[default]
+    All,
+    /// Phase 1 only, for a caller that elects elsewhere (`dedup_prepare`):
+    /// of the rows whose rowid is at least `.0` and below `.1` (each bound
+    /// `None`: unbounded), so that several tasks can share a table.
+    PrepareOnly(Option<i64>, Option<i64>),
+    /// Phase 1, then the decisions of a plan made elsewhere, read from this
+    /// table (`dedup_apply_plan`).
+    FromPlan(String),
+    /// Phase 1, then the decisions of a plan made on another database's
+    /// connection, against its index (`run/against_index.rs`).
+    Made(Made),
+}
+
+/// A plan made on another database's connection for this table's rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Made {
+    /// The plan's rows, as `dedup_apply_plan` reads them.
+    pub rows: Vec<PlanRow>,
+    /// The other database's name (its file's).
+    pub there: String,
+    /// The pages there the run compared.
+    pub compared: i64,
+}
+
+/// One row of a plan made elsewhere: a removal (phase, reason, survivor
+/// here or none, ratio) or a page kept apart (phase `None`, the URL it
+/// keeps), with a note for explain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanRow {
+    /// The row's rowid here.
+    pub rid: i64,
+    /// 1 to 5, or `None` for a page kept apart.
+    pub phase: Option<i64>,
+    /// The run's reason.
+    pub reason: Option<String>,
+    /// The survivor's rowid here (`None`: it is elsewhere).
+    pub survivor: Option<i64>,
+    /// Phase 4's ratio.
+    pub ratio: Option<f64>,
+    /// A page kept apart: the URL it keeps.
+    pub rewrite_url: Option<String>,
+    /// For explain (`survivor in old.db, rowid 17 (https://a.example/x)`).
+    pub note: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            threshold: crate::core::near_dups::DEFAULT_THRESHOLD,
+            distance: crate::core::near_dups::DEFAULT_DISTANCE,
+            discard_params: true,
+            n_min: 0,
+            url_options: String::new(),
+            near_mode: NearMode::default(),
+            lsh_bands: 32,
+            lsh_rows: 4,
+            table: "pages".into(),
+            busy_timeout: 5000,
+            boilerplate: Boilerplate::default(),
+            boilerplate_min_pages: 5,
+            url_rules: 0.0,
+            compat: Compat::default(),
+            prefer: Vec::new(),
+            prefer_json: "[]".into(),
+            prefer_from: Origin::Caller,
+            columns: Vec::new(),
+            lsh_election: LshElection::default(),
+            full: false,
+            job: String::new(),
+            against: String::new(),
+            against_from: Origin::Caller,
+            fix_urls: false,
+            phases: Phases::All,
+            extra_rows: false,
+        }
+    }
+}
+
+impl Settings {
+    /// The `canonical_url` options the run uses (the reference's rules
+    /// under `compat = 'reference'`; `keep_params` when `discard_params`
+    /// is 0).
+    pub fn canonical_options(&self) -> String {
+        let rules = if self.compat == Compat::Reference {
+            "reference,"
+        } else {
+            ""
+        };
+        let keep = if self.discard_params {
+            ""
+        } else {
+            "keep_params,"
+        };
+        format!("{rules}{keep}{}", self.url_options)
+    }
+
+    /// The options of the strict canonical URL (every parameter kept but
+    /// tracking ones and learned rules), by which phase 2 groups when
+    /// dropping the others would join pages whose contents differ: `None`
+    /// under `compat = 'reference'` or with `discard_params` off (then the
+    /// canonical URL already keeps them).
+    pub fn strict_options(&self) -> Option<String> {
+        (self.discard_params && self.compat != Compat::Reference)
+            .then(|| format!("keep_params,{}", self.url_options))
+    }
+
+    /// The settings as a JSON object (recorded in `dedup_runs.settings`).
+    pub fn to_json(&self, db: &Connection) -> Result<String> {
+        db.query_row(
+            "SELECT CASE WHEN ?19 THEN json_set(k, '$.fix_urls', 1) ELSE k END FROM (SELECT CASE WHEN ?18 = '' THEN j ELSE json_set(j, '$.against', ?18) END AS k FROM (SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END AS j FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
+                    'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
+                    'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
+                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o)))",
+            params![
+                self.threshold,
+                self.distance,
+                self.discard_params as i64,
+                self.n_min,
+                self.canonical_options(),
+                self.near_mode.as_str(),
+                self.lsh_bands,
+                self.lsh_rows,
+                self.table,
+                self.boilerplate.as_str(),
+                self.boilerplate_min_pages,
+                self.url_rules,
+                self.compat.as_str(),
+                self.prefer_json,
+                columns_json(&self.columns),
+                self.lsh_election.as_str(),
+                self.job,
+                self.against,
+                self.fix_urls
+            ],
+            |r| r.get(0),
+        )
+    }
+}
+
+/// The `columns` setting as a JSON object.
+fn columns_json(columns: &[(String, String)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in columns.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{}:{}",
+            crate::sqlite::ground::json::json_string(k),
+            crate::sqlite::ground::json::json_string(v)
+        ));
+    }
+    out.push('}');
+    out
+}
