@@ -68,6 +68,29 @@ pub enum Election {
     Direct,
 }
 
+impl Election {
+    /// Every word, as the `lsh_election` setting and `near_dups_among`'s
+    /// argument take them.
+    pub const WORDS: &'static [&'static str] = &["chain", "direct"];
+
+    /// The word of this election.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Election::Chain => "chain",
+            Election::Direct => "direct",
+        }
+    }
+
+    /// The election a word names, if any.
+    pub fn from_word(word: &str) -> Option<Self> {
+        match word {
+            "chain" => Some(Election::Chain),
+            "direct" => Some(Election::Direct),
+            _ => None,
+        }
+    }
+}
+
 /// The rows' indices in election order: by rank, then by index (scan
 /// order). [`Election::Direct`] scans rows in this order.
 ///

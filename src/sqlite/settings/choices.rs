@@ -70,14 +70,18 @@ choice! {
     } default None
 }
 
-choice! {
-    /// `lsh_election`: how lsh mode elects among its candidate pairs.
-    LshElection {
-        /// The window scan's election (the reference's).
-        Chain = "chain",
-        /// Rows best first, each still kept removing those near it.
-        Direct = "direct",
-    } default Direct
+/// `lsh_election`: how lsh mode elects among its candidate pairs: the
+/// scan's own choice ([`crate::core::pair_scan::Election`]: `chain`, the
+/// window scan's election, the reference's; `direct`, rows best first, each
+/// still kept removing those near it), whose default as a setting is here.
+pub use crate::core::pair_scan::Election as LshElection;
+
+// (Derivable in core, but the setting's default belongs with the settings.)
+#[allow(clippy::derivable_impls)]
+impl Default for LshElection {
+    fn default() -> Self {
+        LshElection::Direct
+    }
 }
 
 #[cfg(test)]

@@ -60,13 +60,16 @@ impl Scan for PairScan {
         let threshold = threshold_argument(NAME, args[2])?;
         let election = match args.get(3).copied().flatten() {
             None | Some(ValueRef::Null) => Election::Chain,
-            Some(ValueRef::Text(b"chain")) => Election::Chain,
-            Some(ValueRef::Text(b"direct")) => Election::Direct,
-            Some(other) => return Err(module_error(
-                NAME,
-                "election must be 'chain' (the window scan's, the default) or 'direct' (no drift)",
-                &describe(other),
-            )),
+            Some(value) => match value.as_str().ok().and_then(Election::from_word) {
+                Some(election) => election,
+                None => {
+                    return Err(module_error(
+                        NAME,
+                        "election must be 'chain' (the window scan's, the default) or 'direct' (no drift)",
+                        &describe(value),
+                    ))
+                }
+            },
         };
         validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
