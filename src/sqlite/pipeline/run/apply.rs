@@ -12,7 +12,8 @@ use crate::sqlite::pipeline::run::report::Report;
 use crate::sqlite::tables::rewrites::REWRITES;
 use crate::sqlite::tables::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
 
-/// Applies the plan `temp._dedup_planned` describes and drops the plan.
+/// Applies the plan `temp._dedup_planned` describes and drops the plan:
+/// checks, then the steps in the order they run.
 pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let start = std::time::Instant::now();
     let mut step = start;
@@ -21,18 +22,67 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     };
     let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
     crate::sqlite::pipeline::incremental::snapshot::check(db, &source)?;
-    let table = source.qualified();
     crate::sqlite::tables::own_tables::ensure(db, &source)?;
     check_foreign_keys(db, &source)?;
-    crate::sqlite::ground::trace::lap("apply: checks", &mut step);
+    lap("apply: checks", &mut step);
     // (The run's own writes are not changes for the next run.)
     crate::sqlite::pipeline::incremental::changes::untrack(db)?;
     let removals: i64 =
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
+    let written_after = archive(db, &source, &plan, removals)?;
+    lap("apply: archive", &mut step);
+    let rewrites = rewrites(&source);
+    keep_old_values(db, &source, &plan, &rewrites)?;
+    lap("apply: old values", &mut step);
+    delete(db, &source, removals)?;
+    lap("apply: delete", &mut step);
+    if !rewrites.is_empty() {
+        rewrite(db, &source, &rewrites)?;
+        lap("apply: rewrite", &mut step);
+        record_written(db, &source, plan.run, &rewrites)?;
+        lap("apply: written", &mut step);
+    }
+    crate::sqlite::pipeline::incremental::trigger_writes::settle(
+        db,
+        plan.run,
+        written_after.rewritten,
+    )?;
+    lap("apply: trigger writes", &mut step);
+    count_domains(db, &plan)?;
+    lap("apply: domains", &mut step);
+    crate::sqlite::pipeline::incremental::index::write(
+        db,
+        &source,
+        plan.run,
+        &written_after,
+        &plan.settings,
+        &plan.kind,
+    )?;
+    crate::sqlite::pipeline::incremental::trigger_writes::log(db, plan.kind.keep)?;
+    lap("apply: index", &mut step);
+    let mut report = Report::read(db, &plan)?;
+    report
+        .seconds
+        .push(("apply".into(), start.elapsed().as_secs_f64()));
+    record(db, &source, &plan, &report)?;
+    lap("apply: record", &mut step);
+    Ok(report)
+}
 
-    // 1. Archive the removed rows whole (after the archive's last rowid:
-    //    the index finds this run's rows by it, and its rewritten rows by
-    //    dedup_rewritten's).
+/// A survivor's column the run may change: (the table's column, the SQL
+/// that says it changes, its new value).
+type Rewrite = (String, String, String);
+
+/// Step 1: archives the removed rows whole, after the archive's last
+/// rowid (the index finds this run's rows by it, and its rewritten rows by
+/// `dedup_rewritten`'s, both returned).
+fn archive(
+    db: &Connection,
+    source: &Source,
+    plan: &Planned,
+    removals: i64,
+) -> Result<crate::sqlite::pipeline::incremental::index::WrittenAfter, DedupError> {
+    let table = source.qualified();
     let last_rowid = |t: &str| -> Result<i64, DedupError> {
         Ok(db.query_row(
             &format!("SELECT coalesce(max(rowid), 0) FROM main.{t}"),
@@ -70,56 +120,72 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             db.execute(&one, params![plan.run, id])
         })
     })?;
-    lap("apply: archive", &mut step);
     if archived as i64 != removals {
         return fail(format!(
             "dedup: the table changed since the run was planned, got {archived} of {removals} removed rows to archive; nothing was changed"
         ));
     }
+    Ok(written_after)
+}
 
-    // 2. Keep the survivors' old values of the columns about to change.
-    // (By the table's own column names: restore reads them back so.)
-    let rewrites: Vec<(String, String, String)> = REWRITES
+/// The columns of the table the run may rewrite (by the table's own
+/// names: restore reads them back so).
+fn rewrites(source: &Source) -> Vec<Rewrite> {
+    REWRITES
         .iter()
         .filter_map(|(c, changed, new)| {
             let real = source.column(c)?;
             let changed = changed.replace("{c}", &quote_ident(&real));
             Some((real, changed, new.to_string()))
         })
-        .collect();
-    // One pass over the survivors for all columns (a pass per column read
-    // every survivor's row again: benches/results/design-measurements.md, "One pass over the survivors").
-    if !rewrites.is_empty() {
-        // Per column name (c.column1): its old value and whether it changes.
-        let (mut names, mut old, mut changed) = (Vec::new(), String::new(), String::new());
-        for (c, change, _) in &rewrites {
-            let name = quote_literal(c);
-            old += &format!(" WHEN {name} THEN g.{}", quote_ident(c));
-            changed += &format!(" WHEN {name} THEN ({change})");
-            names.push(format!("({name})"));
-        }
-        db.execute(
-            &format!(
-                "INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
-                 SELECT ?1, p.source_rowid, c.column1, CASE c.column1{old} END
-                 FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
-                 CROSS JOIN (VALUES {names}) AS c
-                 WHERE p.skip_reason IS NULL
-                   AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
-                   AND CASE c.column1{changed} END",
-                names = names.join(", "),
-                rowid = source.rowid,
-            ),
-            [plan.run],
-        )?;
-    }
+        .collect()
+}
 
-    lap("apply: old values", &mut step);
-    // 3. Delete the removed rows (before the rewrite: a survivor's new URL
-    //    may be a removed row's old one under UNIQUE(url)).
-    // (What the user's triggers write meanwhile is noted: the trackers
-    // are off.)
-    crate::sqlite::pipeline::incremental::trigger_writes::watch(db, &source)?;
+/// Step 2: keeps the survivors' old values of the columns about to change,
+/// in one pass over the survivors for all columns (a pass per column read
+/// every survivor's row again: benches/results/design-measurements.md,
+/// "One pass over the survivors").
+fn keep_old_values(
+    db: &Connection,
+    source: &Source,
+    plan: &Planned,
+    rewrites: &[Rewrite],
+) -> Result<(), DedupError> {
+    if rewrites.is_empty() {
+        return Ok(());
+    }
+    // Per column name (c.column1): its old value and whether it changes.
+    let (mut names, mut old, mut changed) = (Vec::new(), String::new(), String::new());
+    for (c, change, _) in rewrites {
+        let name = quote_literal(c);
+        old += &format!(" WHEN {name} THEN g.{}", quote_ident(c));
+        changed += &format!(" WHEN {name} THEN ({change})");
+        names.push(format!("({name})"));
+    }
+    db.execute(
+        &format!(
+            "INSERT INTO main.dedup_rewritten (dedup_run, dedup_rowid, name, value)
+             SELECT ?1, p.source_rowid, c.column1, CASE c.column1{old} END
+             FROM temp._dedup_prepared AS p JOIN {table} AS g ON g.{rowid} = p.source_rowid
+             CROSS JOIN (VALUES {names}) AS c
+             WHERE p.skip_reason IS NULL
+               AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+               AND CASE c.column1{changed} END",
+            names = names.join(", "),
+            table = source.qualified(),
+            rowid = source.rowid,
+        ),
+        [plan.run],
+    )?;
+    Ok(())
+}
+
+/// Step 3: deletes the removed rows (before the rewrite: a survivor's new
+/// URL may be a removed row's old one under UNIQUE(url)). What the user's
+/// triggers write meanwhile is noted (the trackers are off).
+fn delete(db: &Connection, source: &Source, removals: i64) -> Result<(), DedupError> {
+    crate::sqlite::pipeline::incremental::trigger_writes::watch(db, source)?;
+    let table = source.qualified();
     let delete_sql = format!(
         "DELETE FROM {table} WHERE {rowid} IN (SELECT source_rowid FROM temp._dedup_removal)",
         rowid = source.rowid
@@ -133,57 +199,53 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
             "dedup: deleted {deleted} rows of {removals} planned (a trigger deleted or kept rows); nothing was changed"
         ));
     }
+    Ok(())
+}
 
-    lap("apply: delete", &mut step);
-    // 4. Rewrite the survivors' changed columns.
-    if !rewrites.is_empty() {
-        let set: Vec<String> = rewrites
-            .iter()
-            .map(|(c, changed, new)| {
-                let q = quote_ident(c);
-                format!("{q} = CASE WHEN {changed} THEN {new} ELSE g.{q} END")
-            })
-            .collect();
-        let any: Vec<&str> = rewrites
-            .iter()
-            .map(|(_, changed, _)| changed.as_str())
-            .collect();
-        let update = |only: &str| {
-            format!(
-                "UPDATE {table} AS g SET {set}
-                 FROM temp._dedup_prepared AS p
-                 WHERE p.source_rowid = g.{rowid} AND p.skip_reason IS NULL {only}
-                   AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
-                   AND ({any})",
-                set = set.join(", "),
-                rowid = source.rowid,
-                any = any.join(" OR ")
-            )
-        };
-        db.execute(&update(""), []).map_err(|e| {
-            let one = update("AND p.source_rowid = ?1");
-            located(db, e, "rewriting", KEPT, |id| db.execute(&one, [id]))
-        })?;
-        lap("apply: rewrite", &mut step);
-        record_written(db, &source, plan.run, &rewrites)?;
-        lap("apply: written", &mut step);
-    }
-    crate::sqlite::pipeline::incremental::trigger_writes::settle(
-        db,
-        plan.run,
-        written_after.rewritten,
-    )?;
-    lap("apply: trigger writes", &mut step);
-    // 5. Domain counts, the run's record, the explanation view.
-    // The domain counts before the run are kept with it, for restore; a row
-    // with a NULL dedup_rowid marks a run that kept them (even none).
+/// Step 4: rewrites the survivors' changed columns.
+fn rewrite(db: &Connection, source: &Source, rewrites: &[Rewrite]) -> Result<(), DedupError> {
+    let set: Vec<String> = rewrites
+        .iter()
+        .map(|(c, changed, new)| {
+            let q = quote_ident(c);
+            format!("{q} = CASE WHEN {changed} THEN {new} ELSE g.{q} END")
+        })
+        .collect();
+    let any: Vec<&str> = rewrites
+        .iter()
+        .map(|(_, changed, _)| changed.as_str())
+        .collect();
+    let update = |only: &str| {
+        format!(
+            "UPDATE {table} AS g SET {set}
+             FROM temp._dedup_prepared AS p
+             WHERE p.source_rowid = g.{rowid} AND p.skip_reason IS NULL {only}
+               AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+               AND ({any})",
+            table = source.qualified(),
+            set = set.join(", "),
+            rowid = source.rowid,
+            any = any.join(" OR ")
+        )
+    };
+    db.execute(&update(""), []).map_err(|e| {
+        let one = update("AND p.source_rowid = ?1");
+        located(db, e, "rewriting", KEPT, |id| db.execute(&one, [id]))
+    })?;
+    Ok(())
+}
+
+/// Step 5: the domain counts after the run, the counts before it kept with
+/// it for restore (a row with a NULL dedup_rowid marks a run that kept
+/// them, even none). An incremental run counted only the domains it
+/// touched.
+fn count_domains(db: &Connection, plan: &Planned) -> Result<(), DedupError> {
     db.execute(
         "INSERT INTO main.dedup_domains_before (dedup_run, dedup_rowid, domain, pages)
          SELECT ?1, rowid, domain, pages FROM main.dedup_domains
          UNION ALL SELECT ?1, NULL, NULL, NULL",
         [plan.run],
     )?;
-    // (An incremental run counted only the domains it touched.)
     let touched = if plan.kind.incremental {
         "WHERE domain IN (SELECT domain FROM temp._dedup_domains_touched)
             OR (domain IS NULL AND EXISTS (SELECT 1 FROM temp._dedup_domains_touched WHERE domain IS NULL))"
@@ -196,32 +258,27 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
          SELECT c.domain, c.pages FROM temp._dedup_domain_counts AS c CROSS JOIN temp._dedup_run AS r
          WHERE (c.pages >= r.n_min OR c.domain IS NULL) AND c.pages > 0;"
     ))?;
-    lap("apply: domains", &mut step);
-    crate::sqlite::pipeline::incremental::index::write(
-        db,
-        &source,
-        plan.run,
-        &written_after,
-        &plan.settings,
-        &plan.kind,
-    )?;
-    crate::sqlite::pipeline::incremental::trigger_writes::log(db, plan.kind.keep)?;
-    lap("apply: index", &mut step);
-    let mut report = Report::read(db, &plan)?;
-    report
-        .seconds
-        .push(("apply".into(), start.elapsed().as_secs_f64()));
-    record_run(db, &plan, &report)?;
+    Ok(())
+}
+
+/// Step 7 (after the index, step 6): the run's record, its notes, the
+/// explanation view; the change log sealed and the plan dropped.
+fn record(
+    db: &Connection,
+    source: &Source,
+    plan: &Planned,
+    report: &Report,
+) -> Result<(), DedupError> {
+    record_run(db, plan, report)?;
     db.execute(
         "INSERT INTO main.dedup_notes (dedup_run, dedup_rowid, kind, other, ratio, note)
          SELECT ?1, rowid_, kind, other, ratio, note FROM temp._dedup_notes ORDER BY rowid_",
         [plan.run],
     )?;
-    create_why_view(db, &source)?;
+    create_why_view(db, source)?;
     crate::sqlite::pipeline::incremental::changes::seal(db)?;
     drop_temp(db)?;
-    lap("apply: record", &mut step);
-    Ok(report)
+    Ok(())
 }
 
 /// A foreign key into the pages table: (child table, key id, [(child

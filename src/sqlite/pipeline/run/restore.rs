@@ -15,9 +15,44 @@ use crate::sqlite::tables::schema::{self, quote_ident, Source, ARCHIVE_META};
 /// Rowid changes named one by one in the message; the rest are counted.
 const MOVED_LISTED: usize = 20;
 
-/// Restores the latest run; returns what was done, in words.
+/// Restores the latest run; returns what was done, in words: the steps
+/// in the order they run.
 pub fn restore(db: &Connection) -> Result<String, DedupError> {
     let _whole = crate::sqlite::ground::trace::Trace("restore".into(), std::time::Instant::now());
+    let (run, table, columns) = latest_run(db)?;
+    let source = Source::inspect_mapped(db, &table, &columns)?;
+    own_tables::check(db, "dedup_restore")?;
+    // (The index is forgotten below: its triggers need not log the rows
+    // put back nor, row by row, the archive's deletes.)
+    crate::sqlite::pipeline::incremental::changes::untrack(db)?;
+    check_archive(db)?;
+    let (common, notes) = archived_columns(db, &source, run)?;
+    let (survivors, left) = restore_survivors(db, &source, run)?;
+    restore_domains(db, run)?;
+    let (back, moved) = put_rows_back(db, &source, run, &common)?;
+    let emptied = forget(db, run)?;
+    Ok(said(
+        &source,
+        run,
+        &Done {
+            back,
+            survivors,
+            moved,
+            left,
+            notes,
+            emptied,
+        },
+    ))
+}
+
+/// The `columns` setting: (the pipeline's name, the table's column).
+type Columns = Vec<(String, String)>;
+
+/// Rows put back under a new rowid: (the old rowid, when an integer; the new).
+type Moved = Vec<(Option<i64>, i64)>;
+
+/// The latest run: its number, its table and its `columns` setting.
+fn latest_run(db: &Connection) -> Result<(i64, String, Columns), DedupError> {
     if schema::object_type(db, "dedup_runs")?.is_none() {
         return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
@@ -55,12 +90,12 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
             .unwrap_or_else(|| "pages".into()),
         _ => "pages".into(),
     };
-    let source = Source::inspect_mapped(db, &table, &columns)?;
-    own_tables::check(db, "dedup_restore")?;
-    // (The index is forgotten below: its triggers need not log the rows
-    // put back nor, row by row, the archive's deletes.)
-    crate::sqlite::pipeline::incremental::changes::untrack(db)?;
-    let t = source.qualified();
+    Ok((run, table, columns))
+}
+
+/// The archive tables are the extension's own (`dedup_rewritten` made
+/// when an old database lacks it, and brought up to date).
+fn check_archive(db: &Connection) -> Result<(), DedupError> {
     for name in ["dedup_removed", "dedup_rewritten"] {
         match schema::object_type(db, name)?.as_deref() {
             Some("table") => {}
@@ -90,6 +125,17 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     }
     upgrade_rewritten(db)?;
 
+    Ok(())
+}
+
+/// The archived columns the table still has, and a note for each one it
+/// lost whose values this run archived (they are not restored).
+fn archived_columns(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+) -> Result<(Vec<String>, Vec<String>), DedupError> {
+    let archive_cols = schema::columns(db, "dedup_removed")?;
     // Columns: archived ∩ table; archived-only ones are reported.
     let data_cols: Vec<&str> = archive_cols
         .iter()
@@ -116,13 +162,24 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         }
     }
 
+    Ok((common.iter().map(|c| c.to_string()).collect(), notes))
+}
+
+/// Step 1: the survivors' rewritten columns back to their old values, on
+/// the rows they still are; the number given back, and those left.
+fn restore_survivors(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+) -> Result<(i64, Vec<Left>), DedupError> {
+    let t = source.qualified();
     // 1. Survivors' rewritten columns back to their old values.
     let names: Vec<String> = db
         .prepare("SELECT DISTINCT name FROM main.dedup_rewritten WHERE dedup_run = ?1 AND typeof(name) = 'text'")?
         .query_map([run], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     let mut step = std::time::Instant::now();
-    let left = locate_survivors(db, &source, run, &names)?;
+    let left = locate_survivors(db, source, run, &names)?;
     crate::sqlite::ground::trace::lap("restore: locate survivors", &mut step);
     for name in &names {
         let Some(col) = source
@@ -176,8 +233,12 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         [run],
     )?;
     db.execute_batch("DROP TABLE temp._dedup_restore_to")?;
-    // The domain counts as they were before the run (kept since this
-    // version: an older run's record has none, and its counts stay).
+    Ok((survivors, left))
+}
+
+/// Step 2: the domain counts as they were before the run (kept since this
+/// version: an older run's record has none, and its counts stay).
+fn restore_domains(db: &Connection, run: i64) -> Result<(), DedupError> {
     let kept: bool = schema::object_type(db, "dedup_domains_before")?.as_deref() == Some("table")
         && db.query_row(
             "SELECT EXISTS (SELECT 1 FROM main.dedup_domains_before WHERE dedup_run = ?1)",
@@ -200,8 +261,19 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         )?;
     }
 
-    // 2. Archived rows back: on their own rowid when it is free, else on a
-    //    new one (a later crawl took it).
+    Ok(())
+}
+
+/// Step 3: the archived rows back, on their own rowid when it is free,
+/// else on a new one (a later crawl took it): how many went back on their
+/// own, and the (old, new) rowids of the others.
+fn put_rows_back(
+    db: &Connection,
+    source: &Source,
+    run: i64,
+    common: &[String],
+) -> Result<(usize, Moved), DedupError> {
+    let t = source.qualified();
     let rowid = source.rowid;
     let taken: Vec<(i64, Option<i64>)> = db
         .prepare(&format!(
@@ -295,7 +367,13 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         moved.push((*old, db.last_insert_rowid()));
     }
 
-    // 3. Forget the run.
+    Ok((back, moved))
+}
+
+/// Step 4: the run forgotten (its archive, old values, notes, record and
+/// the index); whether no run is left (then the extension's tables are
+/// dropped).
+fn forget(db: &Connection, run: i64) -> Result<bool, DedupError> {
     db.execute("DELETE FROM main.dedup_removed WHERE dedup_run = ?1", [run])?;
     db.execute(
         "DELETE FROM main.dedup_rewritten WHERE dedup_run = ?1",
@@ -308,6 +386,35 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
     db.execute("DELETE FROM main.dedup_runs WHERE run = ?1", [run])?;
     let emptied = drop_when_no_run_is_left(db)?;
 
+    Ok(emptied)
+}
+
+/// What the steps did.
+struct Done {
+    /// Rows back on their own rowid.
+    back: usize,
+    /// Survivors given back their old values.
+    survivors: i64,
+    /// Rows back under a new rowid.
+    moved: Moved,
+    /// Survivors left as they are.
+    left: Vec<Left>,
+    /// Archived columns the table lost.
+    notes: Vec<String>,
+    /// No run is left.
+    emptied: bool,
+}
+
+/// What restore did, in words.
+fn said(source: &Source, run: i64, done: &Done) -> String {
+    let Done {
+        back,
+        survivors,
+        moved,
+        left,
+        notes,
+        emptied,
+    } = done;
     let mut out = format!(
         "restored run {run}: {} row(s) back in {}, {survivors} survivor(s) given back their old values",
         back + moved.len(),
@@ -349,12 +456,12 @@ pub fn restore(db: &Connection) -> Result<String, DedupError> {
         }
     }
     for n in notes {
-        out.push_str(&format!("\n  {}", truncate(&n, 300)));
+        out.push_str(&format!("\n  {}", truncate(n, 300)));
     }
-    if emptied {
+    if *emptied {
         out.push_str("\n  no run is left: the extension's tables are dropped (VACUUM gives their space back to the file)");
     }
-    Ok(out)
+    out
 }
 
 /// A survivor restore leaves as it is, and why.
