@@ -69,7 +69,7 @@ SELECT b.band, b.key, t.id
 FROM _dedup_run AS r
 CROSS JOIN _dedup_incremental AS k
 JOIN _dedup_near_copy AS t
-JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, 'char', 5), r.lsh_bands, r.lsh_rows) AS b
+JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size), r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh' AND k.kind = 'full';
 INSERT INTO _dedup_lsh_bands SELECT band, key, id FROM _dedup_lsh_new;
 

@@ -33,6 +33,8 @@ def register_commands(cli):
     @click.option("--prefer", multiple=True, help="an SQL ordering term deciding which copy survives (repeatable)")
     @click.option("--compat", type=click.Choice(["reference", "none"]), help="'reference': the reference's behaviour")
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
+    @click.option("--lsh-shingles", type=click.Choice(["char", "word"]), help="lsh mode: what the signature's shingles are made of (default char)")
+    @click.option("--lsh-shingle-size", type=click.IntRange(1, 64), help="lsh mode: characters or words a shingle (default 5)")
     @click.option("--busy-timeout", type=click.IntRange(min=0), help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     @click.option("--against", help="also compare with another database's pages (a path, read-only); only PATH's pages are removed")
     @click.option("--fix-urls", is_flag=True, help="probe the hosts not probed yet and canonicalize by their answers (http -> https, www. dropped)")
@@ -40,6 +42,7 @@ def register_commands(cli):
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
     def dedup(path, threshold, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
+              lsh_shingles, lsh_shingle_size,
               boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, against,
               fix_urls, full, dry_run, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
@@ -60,7 +63,8 @@ def register_commands(cli):
                                           "n_min": n_min, "url_options": url_options,
                                           "discard_params": 0 if keep_params else None,
                                           "lsh_bands": lsh_bands, "lsh_rows": lsh_rows,
-                                          "lsh_election": lsh_election, "boilerplate": boilerplate,
+                                          "lsh_election": lsh_election, "lsh_shingles": lsh_shingles,
+                                          "lsh_shingle_size": lsh_shingle_size, "boilerplate": boilerplate,
                                           "boilerplate_min_pages": boilerplate_min_pages, "url_rules": url_rules,
                                           "table": table, "prefer": list(prefer) or None,
                                           "compat": compat, "columns": columns, "busy_timeout": busy_timeout,

@@ -22,7 +22,7 @@ class DedupError(ValueError):
 from ._loader import ExtensionLoadError, load, loadable_path  # noqa: E402 (the package's API)
 from ._pages import dedup  # noqa: E402
 from ._sql import quoted as _quoted  # noqa: E402
-from . import _fix_urls  # noqa: E402
+from . import _fix_urls, _phases  # noqa: E402,F401 (_phases: the phases, for the layers)
 
 
 def fix_urls(conn, table="pages", column="url", timeout=2.0, workers=8, refresh=False, resolver=None,

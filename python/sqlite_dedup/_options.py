@@ -1,8 +1,14 @@
 """What the two commands share (`sqlite-dedup` and `sqlite-dedup spark`):
-the near-mode options and the check that a path names a database file.
+the settings' flags (from the extension's table of settings), the
+near-mode options and the check that a path names a database file.
 In a module of its own, so that neither command imports the other at
 import time."""
 import os
+
+from sqlite_dedup._declared import SETTINGS
+
+#: How a flag reads its value, by the setting's kind.
+_TYPES = {"unit": float, "integer": int, "text": str, "json": str, "choice": str}
 
 
 def database_problem(path):
@@ -24,13 +30,35 @@ def database_problem(path):
     return None
 
 
+def add_setting_flags(parser, skip=(), helps=None):
+    """A flag for each setting the extension's table gives one (its name,
+    type, choices and help there; `helps` overrides a help by setting),
+    but those in `skip`; each stored under the setting's name."""
+    for s in SETTINGS:
+        cli = s["cli"]
+        if cli is None or s["name"] in skip:
+            continue
+        options = {"dest": s["name"], "type": _TYPES[s["kind"]],
+                   "help": (helps or {}).get(s["name"], cli["help"])}
+        if s["choices"]:
+            options["choices"] = s["choices"]
+        if cli["metavar"]:
+            options["metavar"] = cli["metavar"]
+        parser.add_argument(cli["flag"], **options)
+
+
+def given_settings(args):
+    """The settings of the flags `add_setting_flags` added that were given."""
+    values = {s["name"]: getattr(args, s["name"], None) for s in SETTINGS if s["cli"]}
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def add_near_mode_options(parser):
-    """The near-mode options (near_mode and the lsh_* settings), shared by
-    `sqlite-dedup run/plan` and `sqlite-dedup spark run`."""
+    """The near-mode options that are not a flag of the table's form
+    (near_mode also as --mode), shared by `sqlite-dedup run/plan` and
+    `sqlite-dedup spark run`."""
     parser.add_argument("--near-mode", "--mode", dest="mode", choices=["window", "lsh"],
                         help="near-duplicate candidates (setting near_mode; default window)")
-    parser.add_argument("--lsh-bands", type=int, help="lsh mode: bands of the signature (32)")
-    parser.add_argument("--lsh-rows", type=int, help="lsh mode: signature values per band (4)")
     parser.add_argument("--lsh-election", choices=["chain", "direct"],
                         help="lsh mode: 'direct' (default) removes a row only for a survivor it is near "
                              "(no drift); 'chain' is the window scan's election")

@@ -8,7 +8,7 @@ import sys
 import threading
 
 import sqlite_dedup
-from sqlite_dedup._options import add_near_mode_options, database_problem
+from sqlite_dedup._options import add_near_mode_options, add_setting_flags, database_problem, given_settings
 
 
 def connect_to(pairs):
@@ -168,17 +168,11 @@ def print_plan(planned):
 def settings_of(args):
     """The settings the flags give (those not given left out)."""
     flag = lambda name: getattr(args, name, None)  # noqa: E731 (run's own flags)
-    return {k: v for k, v in {
-        "threshold": args.threshold, "near_mode": args.mode, "distance": args.distance,
-        "n_min": args.n_min, "url_options": args.url_options, "table": args.table,
-        "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
-        "compat": args.compat, "columns": args.columns, "lsh_bands": args.lsh_bands,
-        "lsh_rows": args.lsh_rows, "boilerplate": args.boilerplate,
-        "boilerplate_min_pages": args.boilerplate_min_pages,
-        "url_rules": args.url_rules, "lsh_election": args.lsh_election,
-        "busy_timeout": args.busy_timeout, "against": args.against,
+    return {**given_settings(args), **{k: v for k, v in {
+        "near_mode": args.mode, "discard_params": 0 if args.keep_params else None, "prefer": args.prefer,
+        "lsh_election": args.lsh_election,
         "fix_urls": True if flag("fix_urls") else None,
-        "full": True if flag("full") else None}.items() if v is not None}
+        "full": True if flag("full") else None}.items() if v is not None}}
 
 
 def main(argv=None):
@@ -194,32 +188,13 @@ def main(argv=None):
     # then the flags of run and plan alone.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("db")
-    common.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    common.add_argument("--distance", type=int, help="window mode: rows compared, the reference's distance (50)")
-    common.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
-    common.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    add_setting_flags(common)
     common.add_argument("--keep-params", action="store_true",
                      help="keep all but tracking query parameters (setting discard_params = 0)")
     add_near_mode_options(common)
-    common.add_argument("--boilerplate", choices=["keep", "strip"],
-                     help="'strip': compare texts without the lines a site repeats (default keep)")
-    common.add_argument("--boilerplate-min-pages", type=int, metavar="N",
-                     help="'strip': pages (and distinct titles) of a domain a line must be in to be chrome (5)")
-    common.add_argument("--url-rules", type=float, metavar="P",
-                     help="drop parameters learned to never change content with probability >= P (0: never)")
-    common.add_argument("--against", metavar="DB",
-                     help="also compare with another database's pages (a path, opened read-only and left "
-                          "as it is); only this database's pages are removed (docs/crawl-time.md)")
-    common.add_argument("--table", help="the table of pages (default pages)")
     common.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term over the table's columns that decides which copy survives, "
                           "before the built-in rules (repeatable), e.g. \"url LIKE 'https://docs.example.org/%%' DESC\"")
-    common.add_argument("--columns", metavar="JSON",
-                     help="the table's columns for the pipeline's names, e.g. '{\"url\": \"link\", \"parsed\": \"body\"}'")
-    common.add_argument("--compat", choices=["reference", "none"],
-                     help="'reference': the reference pipeline's behaviour exactly (default: none)")
-    common.add_argument("--busy-timeout", type=int, metavar="MS",
-                     help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     runs = argparse.ArgumentParser(add_help=False, parents=[common])
     runs.add_argument("--fix-urls", action="store_true",
                       help="probe the hosts not probed yet (as fix-urls does) and canonicalize by their answers: "

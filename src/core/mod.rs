@@ -15,6 +15,7 @@ pub mod near_dups;
 pub mod ordering;
 pub mod pair_scan;
 pub mod parallel;
+pub mod phase;
 pub mod phase1;
 pub mod phase1_batch;
 pub mod pools;

@@ -26,6 +26,28 @@ pub enum ShingleKind {
     Char,
 }
 
+impl ShingleKind {
+    /// The words naming each kind, as settings and SQL arguments take them.
+    pub const WORDS: &'static [&'static str] = &["char", "word"];
+
+    /// Its word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShingleKind::Char => "char",
+            ShingleKind::Word => "word",
+        }
+    }
+
+    /// The kind a word names (`w` and `c` too).
+    pub fn from_word(word: &str) -> Option<Self> {
+        match word {
+            "word" | "w" => Some(ShingleKind::Word),
+            "char" | "c" => Some(ShingleKind::Char),
+            _ => None,
+        }
+    }
+}
+
 /// A shingling: kind and size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shingling {
@@ -38,10 +60,8 @@ pub struct Shingling {
 impl Shingling {
     /// Parses `word` / `char` (or `w` / `c`) and a size in 1..=64.
     pub fn new(kind: &str, n: i64) -> Result<Self, String> {
-        let kind = match kind {
-            "word" | "w" => ShingleKind::Word,
-            "char" | "c" => ShingleKind::Char,
-            _ => return Err("shingle kind must be 'word' or 'char'".into()),
+        let Some(kind) = ShingleKind::from_word(kind) else {
+            return Err("shingle kind must be 'word' or 'char'".into());
         };
         if !(1..=64).contains(&n) {
             return Err("shingle size must be an integer in [1, 64]".into());

@@ -566,3 +566,46 @@ def test_values_edited_by_hand_are_named_not_a_python_error(tmp_path, edit, comm
     assert out.returncode == 1, (out.stdout, out.stderr)
     assert said in out.stderr and "edited by hand" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+# The settings' flags come from the extension's table of settings
+# (src/sqlite/settings/declared.rs), which python/sqlite_dedup/_declared.py
+# holds for the command lines (scripts/settings_table.py writes it).
+SPECIAL_FLAGS = {"discard_params": "--keep-params", "near_mode": "--near-mode", "prefer": "--prefer",
+                 "lsh_election": "--lsh-election", "fix_urls": "--fix-urls", "full": "--full"}
+
+
+def test_the_command_lines_table_of_settings_is_the_extensions(sqlite_dedup):
+    table = json.loads(P.connect(":memory:").execute("SELECT dedup_settings_table()").fetchone()[0])
+    import sqlite_dedup._declared as declared
+    assert declared.SETTINGS == table, \
+        "python/sqlite_dedup/_declared.py is stale: run /usr/bin/python3 scripts/settings_table.py"
+    names = [s["name"] for s in table]
+    assert len(names) == len(set(names)) and {"threshold", "against", "lsh_bands"} <= set(names)
+
+
+def test_every_setting_but_a_jobs_label_has_a_flag_of_run_and_each_flag_reaches_the_run(tmp_path, sqlite_dedup):
+    import argparse
+    import sqlite_dedup._declared as declared
+    from sqlite_dedup._options import add_setting_flags
+    table = declared.SETTINGS
+    helped = cli(tmp_path, "run", "--help").stdout
+    for s in table:
+        flag = s["cli"]["flag"] if s["cli"] else SPECIAL_FLAGS.get(s["name"])
+        if s["name"] == "job":  # (sqlite-dedup spark's, for its shards)
+            continue
+        assert flag and flag + " " in helped, (s["name"], flag)
+    # A flag of the table's form reaches the run as the setting it names.
+    parser = argparse.ArgumentParser()
+    add_setting_flags(parser)
+    args = parser.parse_args(["--n-min", "3", "--url-rules", "0.5", "--compat", "reference", "--table", "t"])
+    assert {k: v for k, v in vars(args).items() if v is not None} == \
+        {"n_min": 3, "url_rules": 0.5, "compat": "reference", "table": "t"}
+    db = str(tmp_path / "crawl.db")
+    shutil.copy(P.DEMO, db)
+    out = cli(tmp_path, "run", db, "--n-min", "2", "--boilerplate", "strip", "--boilerplate-min-pages", "3",
+              "--distance", "7", "--json")
+    assert out.returncode == 0, out.stderr
+    recorded = json.loads(sqlite3.connect(db).execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert (recorded["n_min"], recorded["boilerplate"], recorded["boilerplate_min_pages"], recorded["distance"]) \
+        == (2, "strip", 3, 7)

@@ -72,3 +72,22 @@ def test_example_prints_what_the_page_shows(page, block, before, statement, expe
         err = re.sub(r" \(\d+\)$", "", err)
         got = (got + "\n" + err).strip("\n")
     assert got == expected
+
+
+def test_the_settings_reference_lists_every_setting_the_extension_declares():
+    """docs/pipeline.md's table of settings has a row for each setting of
+    dedup_settings_table() (src/sqlite/settings/declared.rs), and no other,
+    each with the default the extension has."""
+    import json
+    text = open(os.path.join(P.ROOT, "docs", "pipeline.md")).read()
+    table = text[text.index("| key | default | meaning |"):]
+    table = table[:table.index("\n\n")]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| ([^|]*) \|", table, re.M)}
+    declared = json.loads(P.connect(":memory:").execute("SELECT dedup_settings_table()").fetchone()[0])
+    assert sorted(rows) == sorted(s["name"] for s in declared)
+    for s in declared:
+        shown, default = rows[s["name"]].strip(), s["default"]
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and s["kind"] != "flag":
+            assert shown.split()[0] == format(default, "g"), (s["name"], shown, default)
+        elif s["kind"] == "choice":
+            assert shown.startswith(f"`'{default}'`"), (s["name"], shown, default)

@@ -8,8 +8,8 @@ import pytest
 import pipeline as P
 
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_apply_plan", "dedup_chars", "dedup_debug", "dedup_differing_params", "dedup_extra_params", "dedup_fingerprint", "dedup_histogram", "dedup_invalid_text",
-             "dedup_learn_url_rules", "dedup_pack_keys", "dedup_phase1_arrow", "dedup_plan", "dedup_prepare", "dedup_progress", "dedup_require", "dedup_restore", "dedup_row_digest", "dedup_rows_arrow",
-             "dedup_run", "dedup_similar", "dedup_sort_key",
+             "dedup_learn_url_rules", "dedup_pack_keys", "dedup_phase1_arrow", "dedup_phases", "dedup_plan", "dedup_prepare", "dedup_progress", "dedup_require", "dedup_restore", "dedup_row_digest", "dedup_rows_arrow",
+             "dedup_run", "dedup_settings_table", "dedup_similar", "dedup_sort_key",
              "dedup_version", "dupe_probability", "hamming_distance", "html_text", "is_html", "lev_ratio", "lsh_params", "lsh_probability",
              "main_text", "minhash", "minhash_jaccard", "near_dups_stats", "normalize_text", "shingle_resemblance", "simhash",
              "strip_segments", "url_discard_reason", "url_domain", "url_host", "url_rule_params", "url_wayback"]
@@ -34,6 +34,26 @@ def test_loads_and_adds_exactly_its_functions_and_modules():
     assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"dedup_elected", "dedup_held_statements", "dedup_phase1", "dedup_similar", "lsh_bands", "near_dups", "near_dups_among",
         "segments"}
     assert loaded.execute("SELECT dedup_version()").fetchone()[0].startswith("v")
+
+
+def test_the_python_layers_phases_are_the_extensions(sqlite_dedup):
+    """sqlite_dedup._phases (Spark's driver and the reports name phases
+    without the extension) holds what dedup_phases() says, and each phase's
+    fixed reason is what a run archives."""
+    import json
+    _phases = sqlite_dedup._phases
+    loaded = P.connect(":memory:")
+    phases = json.loads(loaded.execute("SELECT dedup_phases()").fetchone()[0])
+    assert {p["phase"]: (p["name"], p["reason"]) for p in phases} == _phases.PHASES
+    assert [p["phase"] for p in phases] == [1, 2, 3, 4, 5]
+    loaded.executescript("""CREATE TABLE pages (url TEXT, title TEXT, content TEXT, parsed TEXT, crawled TEXT);
+        INSERT INTO pages VALUES ('https://a.example/x', 't', 'one two three four five six seven', NULL, NULL),
+                                 ('https://a.example/x?utm_source=z', 't', 'something else entirely here', NULL, NULL),
+                                 ('https://a.example/y', 't', 'one two three four five six seven', NULL, NULL);""")
+    loaded.execute("SELECT dedup_run()").fetchone()
+    archived = dict(loaded.execute("SELECT dedup_phase, dedup_reason FROM dedup_removed").fetchall())
+    assert archived == {2: "same canonical URL", 3: "same content hash"}
+    assert all(_phases.reason(p) == r for p, r in archived.items())
 
 
 def test_content_hash_of_parsed_equals_the_corpus_hash_on_every_row(corpus):

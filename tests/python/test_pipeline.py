@@ -434,3 +434,35 @@ def test_the_reported_drift_is_what_python_levenshtein_counts(tmp_path):
         "JOIN pages AS p ON p.rowid = w.final_survivor WHERE w.phase = 4").fetchall()
     assert len(pairs) == report["removed"]["4"]
     assert report["drift"] == sum(Levenshtein.ratio(a, b) <= 0.9 for a, b in pairs) > 0
+
+
+def test_lsh_shingling_is_a_setting_the_phase_scripts_read(tmp_path):
+    """lsh_shingles and lsh_shingle_size reach the scripts: the band keys a
+    plan computes are those of minhash(text, n, kind, size) of each text,
+    computed here on their own; a run records them only when not the
+    default (the record of every earlier run stays as it was)."""
+    db = str(tmp_path / "demo.db")
+    shutil.copy(P.DEMO, db)
+    conn = P.connect(db)
+    counts = {}
+    for kind, size in [("word", 3), ("char", 5)]:
+        settings = json.dumps({"near_mode": "lsh", "lsh_shingles": kind, "lsh_shingle_size": size})
+        conn.execute("SELECT dedup_plan(?)", (settings,)).fetchone()
+        keys = conn.execute("SELECT count(*) FROM temp._dedup_lsh_bands").fetchone()[0]
+        for other_kind, other_size in [("word", 3), ("char", 5)]:
+            counts[(kind, size, other_kind, other_size)] = conn.execute(
+                """SELECT count(*) FROM temp._dedup_lsh_bands AS b JOIN temp._dedup_near_texts AS t ON t.id = b.id
+                   JOIN lsh_bands(minhash(t.text, 128, ?, ?), 32, 4) AS k ON k.band = b.band AND k.key = b.key""",
+                (other_kind, other_size)).fetchone()[0]
+        assert keys > 1000
+        assert counts[(kind, size, kind, size)] == keys
+    assert counts[("word", 3, "char", 5)] < keys / 10 and counts[("char", 5, "word", 3)] < keys / 10
+    conn.execute("SELECT dedup_run('{\"near_mode\": \"lsh\"}')").fetchone()
+    recorded = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert "lsh_shingles" not in recorded and "lsh_shingle_size" not in recorded
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("SELECT dedup_run('{\"near_mode\": \"lsh\", \"lsh_shingles\": \"word\"}')").fetchone()
+    recorded = json.loads(conn.execute("SELECT settings FROM dedup_runs").fetchone()[0])
+    assert (recorded["lsh_shingles"], "lsh_shingle_size" in recorded) == ("word", False)
+    with pytest.raises(sqlite3.OperationalError, match=r"lsh_shingle_size must be an integer in \[1, 64\], got 65"):
+        conn.execute("SELECT dedup_plan('{\"lsh_shingle_size\": 65}')").fetchone()

@@ -23,6 +23,7 @@ import os
 import time
 import uuid
 
+from .. import _phases
 from . import _shards, _tasks
 
 __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
@@ -31,7 +32,7 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 #: yet, see docs/scale-out.md).
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer",
-                      "boilerplate", "boilerplate_min_pages", "url_rules")
+                      "boilerplate", "boilerplate_min_pages", "url_rules", "lsh_shingles", "lsh_shingle_size")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -227,8 +228,9 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
     if _settings_value(settings_json, "near_mode", "window") == "lsh":
         s = json.loads(settings_json)
         election = s.get("lsh_election") or ("chain" if s.get("compat") == "reference" else "direct")
+        shingling = (s.get("lsh_shingles") or "char", int(s.get("lsh_shingle_size") or 5))
         near, lsh_figures = _lsh.scan(rows, threshold, int(s.get("lsh_bands") or 32),
-                                      int(s.get("lsh_rows") or 4), election)
+                                      int(s.get("lsh_rows") or 4), election, shingling)
         figures.update(lsh_figures)
     else:
         if partition_rows is None:
@@ -240,8 +242,8 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
     near = (near.join(ids, "pos")
             .join(ids.select(F.col("pos").alias("survivor_pos"), F.col("shard").alias("survivor_shard"),
                              F.col("rid").alias("survivor_rid")), "survivor_pos")
-            .select("shard", "rid", F.lit(4).alias("phase"),
-                    F.lit("near duplicate: lev_ratio above threshold").alias("reason"),
+            .select("shard", "rid", F.lit(_phases.NEAR).alias("phase"),
+                    F.lit(_phases.reason(_phases.NEAR)).alias("reason"),
                     "survivor_shard", "survivor_rid", "ratio"))
     if stripped is not None:
         near = _strip.reasons(near, stripped)

@@ -7,6 +7,9 @@ election, is the prefer setting's order over every shard (NULL without
 it)."""
 
 
+from .. import _phases
+
+
 def _window(key, order):
     from pyspark.sql import Window
     return Window.partitionBy(key).orderBy(*order).rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -31,7 +34,7 @@ def exact_phases(prepared, persisted):
     live = prepared.where("placeholder = 0 AND skip_reason IS NULL").drop("text")
     ratio = F.lit(None).cast("double")
     phase1 = (live.where("canonical_url IS NULL")
-                  .select("shard", "rid", F.lit(1).alias("phase"), F.col("discard_reason").alias("reason"),
+                  .select("shard", "rid", F.lit(_phases.UNUSABLE).alias("phase"), F.col("discard_reason").alias("reason"),
                           F.lit(None).cast("int").alias("survivor_shard"),
                           F.lit(None).cast("long").alias("survivor_rid"), ratio.alias("ratio")))
     urls = _elect(live.where("canonical_url IS NOT NULL"), "url_key", [
@@ -39,14 +42,14 @@ def exact_phases(prepared, persisted):
         F.col("length_key").desc_nulls_last(), F.col("https").desc(), F.col("shard").asc(), F.col("rid").asc()])
     urls = persisted(urls)
     url_lost = urls.where("survivor_shard <> shard OR survivor_rid <> rid")
-    phase2 = url_lost.select("shard", "rid", F.lit(2).alias("phase"), F.lit("same canonical URL").alias("reason"),
+    phase2 = url_lost.select("shard", "rid", F.lit(_phases.SAME_URL).alias("phase"), F.lit(_phases.reason(_phases.SAME_URL)).alias("reason"),
                              "survivor_shard", "survivor_rid", ratio.alias("ratio"))
     url_winners = urls.where("survivor_shard = shard AND survivor_rid = rid").drop("survivor_shard", "survivor_rid")
     contents = _elect(url_winners.where("has_hash = 1"), "hash_key", [
         F.col("prefer_key").asc(), F.col("external").asc(), F.col("datetime_key").desc_nulls_last(), F.col("crawled_key").desc_nulls_last(),
         F.col("url_length").asc(), F.col("https").desc(), F.col("shard").asc(), F.col("rid").asc()])
     phase3 = (contents.where("survivor_shard <> shard OR survivor_rid <> rid")
-                      .select("shard", "rid", F.lit(3).alias("phase"), F.lit("same content hash").alias("reason"),
+                      .select("shard", "rid", F.lit(_phases.SAME_CONTENT).alias("phase"), F.lit(_phases.reason(_phases.SAME_CONTENT)).alias("reason"),
                               "survivor_shard", "survivor_rid", ratio.alias("ratio")))
     winners = (contents.where("survivor_shard = shard AND survivor_rid = rid").drop("survivor_shard", "survivor_rid")
                .unionByName(url_winners.where("has_hash = 0")))
@@ -63,7 +66,7 @@ def domain_phase(survivors, n_min):
     small = counts.where(F.col("pages") < n_min)
     quoted = F.concat(F.lit("'"), F.regexp_replace("domain", "'", "''"), F.lit("'"))
     return (survivors.join(small, "domain")
-            .select("shard", "rid", F.lit(5).alias("phase"),
+            .select("shard", "rid", F.lit(_phases.SMALL_DOMAIN).alias("phase"),
                     F.concat(F.lit("domain "), quoted, F.lit(" has "), F.col("pages").cast("string"),
                              F.lit(" page(s), fewer than n_min")).alias("reason"),
                     F.lit(None).cast("int").alias("survivor_shard"), F.lit(None).cast("long").alias("survivor_rid"),

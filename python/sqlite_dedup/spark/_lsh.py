@@ -50,12 +50,14 @@ def _through_sqlite(batches, columns, select, params, out):
         conn.close()
 
 
-def signatures(batches, permutations):
+def signatures(batches, permutations, shingling):
     """A task: (pos, sig) for the Arrow batches (pos, text): each text's
-    minhash signature, as sql/04b_near_dups.sql computes it."""
+    minhash signature, as sql/04b_near_dups.sql computes it (`shingling`:
+    the settings lsh_shingles and lsh_shingle_size)."""
     import pyarrow as pa
+    kind, size = shingling
     return _through_sqlite(batches, "pos INTEGER PRIMARY KEY, text TEXT",
-                           "SELECT pos, minhash(text, ?, 'char', 5) FROM t", (permutations,),
+                           "SELECT pos, minhash(text, ?, ?, ?) FROM t", (permutations, kind, size),
                            [pa.field("pos", pa.int64()), pa.field("sig", pa.binary())])
 
 
@@ -209,7 +211,7 @@ def scan_component(table, threshold, election, bands, rows):
          pa.array(columns[3], pa.float64())], names=["pos", "survivor_pos", "anchor_pos", "ratio"])
 
 
-def scan(rows, threshold, bands, band_rows, election):
+def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5)):
     """Removals of the lsh scan of `rows` (from scan_order): a DataFrame
     (pos, survivor_pos, anchor_pos, ratio), and figures (the components,
     the rounds and task that found them, seconds of each step)."""
@@ -223,7 +225,7 @@ def scan(rows, threshold, bands, band_rows, election):
         return empty, {"lsh_components": 0, "lsh_rounds": 0, "lsh_task_edges": 0, "lsh_seconds": {}}
     texts = rows.where("text IS NOT NULL").select("pos", "rank", "text")
     sigs = texts.select("pos", "text").mapInArrow(
-        lambda batches: signatures(batches, bands * band_rows), "pos long, sig binary")
+        lambda batches: signatures(batches, bands * band_rows, shingling), "pos long, sig binary")
     sigs = sigs.persist(StorageLevel.MEMORY_AND_DISK)
     CACHED.append(sigs)
     keys = sigs.mapInArrow(lambda batches: band_keys(batches, bands, band_rows), "pos long, band long, key long")

@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from sqlite_dedup._options import add_near_mode_options, database_problem
+from sqlite_dedup._options import add_near_mode_options, add_setting_flags, database_problem, given_settings
+from sqlite_dedup import _phases
 from sqlite_dedup.spark._shards import repeated
 
 
@@ -20,43 +21,30 @@ def parser():
     run.add_argument("--master", help="Spark master URL (default: local[*], or what spark-submit gives)")
     run.add_argument("--partition-rows", type=int, default=None, metavar="N",
                      help="scan positions per phase-4 task (default 50000; at least distance - 1)")
-    run.add_argument("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
-    run.add_argument("--distance", type=int, help="rows compared in the window, the reference's distance (50)")
-    run.add_argument("--n-min", type=int, help="drop rows of domains with fewer pages (0)")
-    run.add_argument("--url-options", help="extra canonical_url options, e.g. strip_www,https")
+    # (Every setting the table gives a flag but against, which a job of
+    # shards has no use for; the help of those a shard reads differently.)
+    add_setting_flags(run, skip={"against"}, helps={
+        "table": "the table of pages in every shard (default pages)",
+        "columns": "the table's columns for the pipeline's names",
+        "boilerplate": "'strip': compare texts without the lines a site repeats, counted over every shard",
+        "url_rules": "drop parameters every shard's learned rules, their counts summed, say never change "
+                     "content with probability >= P (0: never)",
+        "busy_timeout": "milliseconds each shard's apply waits for another connection's lock (default 5000)"})
     run.add_argument("--keep-params", action="store_true",
                      help="keep all but tracking query parameters (setting discard_params = 0)")
-    run.add_argument("--table", help="the table of pages in every shard (default pages)")
-    run.add_argument("--columns", metavar="JSON", help="the table's columns for the pipeline's names")
-    run.add_argument("--compat", choices=["reference", "none"], help="'reference': the reference's behaviour")
     run.add_argument("--prefer", action="append", metavar="TERM",
                      help="an SQL ordering term every election puts first, ranked over every shard "
                           "(repeat for more: each one term, such as \"url LIKE 'https:%%' DESC\")")
-    run.add_argument("--boilerplate", choices=["keep", "strip"],
-                     help="'strip': compare texts without the lines a site repeats, counted over every shard")
-    run.add_argument("--boilerplate-min-pages", type=int, metavar="N",
-                     help="with --boilerplate strip: pages (and titles) a line must be on to be chrome (5)")
-    run.add_argument("--url-rules", type=float, metavar="P",
-                     help="drop parameters every shard's learned rules, their counts summed, say never change "
-                          "content with probability >= P (0: never)")
     add_near_mode_options(run)
-    run.add_argument("--busy-timeout", type=int, metavar="MS",
-                     help="milliseconds each shard's apply waits for another connection's lock (default 5000)")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
 
 
 def settings_of(args):
     """The run's settings from the parsed options (the ones given)."""
-    return {k: v for k, v in {
-        "threshold": args.threshold, "distance": args.distance, "n_min": args.n_min,
-        "url_options": args.url_options, "discard_params": 0 if args.keep_params else None,
-        "table": args.table, "columns": args.columns, "compat": args.compat, "near_mode": args.mode,
-        "prefer": args.prefer, "boilerplate": args.boilerplate, "boilerplate_min_pages": args.boilerplate_min_pages,
-        "url_rules": args.url_rules,
-        "lsh_bands": args.lsh_bands, "lsh_rows": args.lsh_rows, "lsh_election": args.lsh_election,
-        "busy_timeout": args.busy_timeout}.items()
-        if v is not None}
+    return {**given_settings(args), **{k: v for k, v in {
+        "discard_params": 0 if args.keep_params else None, "near_mode": args.mode, "prefer": args.prefer,
+        "lsh_election": args.lsh_election}.items() if v is not None}}
 
 
 def main(argv=None):
@@ -116,10 +104,8 @@ def text(report):
     lines = [f"spark job {report['job']}: {report['shards']} shard(s), "
              f"{report['rows_before']} rows -> {report['rows_after']} rows"
              + (" (a job left unfinished, completed)" if report.get("resumed") else "")]
-    names = {1: "URL ignored/unparseable", 2: "same canonical URL", 3: "same content hash", 4: "near duplicate",
-             5: "domain below n_min"}
     for phase, n in sorted((int(k), v) for k, v in report.get("removed", {}).items()):
-        lines.append(f"  phase {phase} ({names[phase]}): {n} removed")
+        lines.append(f"  phase {phase} ({_phases.name(phase)}): {n} removed")
     if report.get("kept_apart"):
         lines.append(f"  kept apart: {report['kept_apart']} page(s) whose URLs differ in a parameter that changes content")
     if report.get("phase4_rounds"):

@@ -1,4 +1,4 @@
-//! `dedup_version()` and `dedup_debug()`.
+//! `dedup_version()`, `dedup_debug()` and `dedup_phases()`.
 
 use rusqlite::{Connection, Result};
 
@@ -31,11 +31,31 @@ pub fn debug_info(sqlite_version: &str) -> String {
     )
 }
 
-/// Registers `dedup_version()` and `dedup_debug()`.
+/// The phases as JSON, in the run's order: `[{"phase": 1, "name": ...,
+/// "reason": ...}, ...]` (`reason` null where each removal says its own).
+pub fn phases_json() -> String {
+    use crate::core::phase::Phase;
+    use crate::sqlite::ground::json::json_string;
+    let phases: Vec<String> = Phase::ALL
+        .iter()
+        .map(|p| {
+            format!(
+                "{{\"phase\": {}, \"name\": {}, \"reason\": {}}}",
+                p.number(),
+                json_string(p.name()),
+                p.reason().map_or("null".to_string(), json_string)
+            )
+        })
+        .collect();
+    format!("[{}]", phases.join(", "))
+}
+
+/// Registers `dedup_version()`, `dedup_debug()` and `dedup_phases()`.
 pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_version", 0, PURE, |_| Ok(version()))?;
     db.create_scalar_function("dedup_debug", 0, PURE, |_| {
         Ok(debug_info(rusqlite::version()))
     })?;
+    db.create_scalar_function("dedup_phases", 0, PURE, |_| Ok(phases_json()))?;
     Ok(())
 }

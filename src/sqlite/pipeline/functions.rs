@@ -1,12 +1,14 @@
 //! The pipeline's SQL entry points (`dedup_run`, `dedup_plan`,
 //! `dedup_apply`, `dedup_apply_plan`, `dedup_prepare`, `dedup_restore`) and
-//! the helper functions its SQL phases call, registered on a connection;
+//! the helper functions its SQL phases call, and `dedup_settings_table()`
+//! (every setting, as declared), registered on a connection;
 //! each is a thin binding over the modules beside this one.
 
 use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
+use super::mode::RunMode;
 use super::run::{apply, kept_apart, phase1_arrow, plan, progress, report, restore, similar};
 use super::{external as rows_arrow, scripts};
 use crate::sqlite::ground::atomic::{atomically, Lock};
@@ -72,6 +74,9 @@ pub fn register(db: &Connection) -> Result<()> {
     dedup_restore(db)?;
     dedup_extra_params(db)?;
     dedup_invalid_text(db)?;
+    db.create_scalar_function("dedup_settings_table", 0, PURE, |_| {
+        Ok(settings::declared::table_json())
+    })?;
     Ok(())
 }
 
@@ -85,7 +90,7 @@ fn dedup_run(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_run", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
             let s = read_settings(db, "dedup_run", json.as_deref())?;
-            plan::plan(db, &s)?;
+            plan::plan(db, &s, &RunMode::All)?;
             progress::phase(
                 "apply",
                 scripts::PHASES.len() + 1,
@@ -109,7 +114,7 @@ fn dedup_plan(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
             let s = read_settings(db, "dedup_plan", json.as_deref())?;
-            let planned = plan::plan(db, &s)?;
+            let planned = plan::plan(db, &s, &RunMode::All)?;
             let columns = planned.columns()?;
             snapshot::take(
                 db,
@@ -162,9 +167,8 @@ fn dedup_prepare(db: &Connection) -> Result<()> {
         let db = unsafe { ctx.get_connection()? };
         let timeout = read_settings(&db, "dedup_prepare", json.as_deref())?.busy_timeout;
         let rows = atomically(&db, Lock::Read, timeout, "dedup_prepare", |db| {
-            let mut s = read_settings(db, "dedup_prepare", json.as_deref())?;
-            s.phases = settings::values::Phases::PrepareOnly(lo, hi);
-            let planned = plan::plan(db, &s)?;
+            let s = read_settings(db, "dedup_prepare", json.as_deref())?;
+            let planned = plan::plan(db, &s, &RunMode::PrepareOnly(lo, hi))?;
             Ok::<i64, DedupError>(planned.rows_before)
         });
         crate::sqlite::ground::progress::end();
@@ -207,9 +211,8 @@ fn dedup_apply_plan(db: &Connection) -> Result<()> {
         let db = unsafe { ctx.get_connection()? };
         let timeout = read_settings(&db, "dedup_apply_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
-            let mut s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
-            s.phases = settings::values::Phases::FromPlan(table.clone());
-            plan::plan(db, &s)?;
+            let s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
+            plan::plan(db, &s, &RunMode::FromPlan(table.clone()))?;
             apply::apply(db).map(|r| r.to_text())
         });
         crate::sqlite::ground::progress::end();

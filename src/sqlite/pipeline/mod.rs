@@ -6,13 +6,14 @@
 //! From the top down (ARCHITECTURE.md draws it): [`functions`] (the SQL
 //! entry points) → [`run`] (plan, apply,
 //! report, restore) → [`incremental`] (the index and the run decision) →
-//! [`scripts`] (the embedded SQL) and [`external`] (the rows handed to a
-//! run made elsewhere); below them, outside the pipeline, the settings,
+//! [`scripts`] (the embedded SQL), [`external`] (the rows handed to a
+//! run made elsewhere) and [`mode`] (the run's variant); below them, outside the pipeline, the settings,
 //! the tables and the ground (`crate::sqlite`).
 
 pub mod external;
 pub mod functions;
 pub mod incremental;
+pub mod mode;
 pub mod run;
 pub mod scripts;
 

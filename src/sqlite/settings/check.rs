@@ -4,8 +4,9 @@
 use crate::core::url::UrlOptions;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::{describe_value, excerpt, truncate};
-use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
-use crate::sqlite::settings::values::{Settings, KEYS};
+use crate::sqlite::settings::choices::{Compat, LshElection};
+use crate::sqlite::settings::declared::{keys, setting, Kind, SETTINGS};
+use crate::sqlite::settings::values::Settings;
 use crate::sqlite::tables::schema::{self};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Result};
@@ -16,7 +17,7 @@ use rusqlite::{Connection, Result};
 pub fn unknown_keys(pairs: &[(String, Value)]) -> Option<String> {
     let unknown: Vec<String> = pairs
         .iter()
-        .filter(|(k, _)| !KEYS.contains(&k.as_str()))
+        .filter(|(k, _)| setting(k).is_none())
         .map(|(k, _)| {
             let quoted = format!("'{}'", k.replace('\'', "''"));
             match likely_key(k) {
@@ -29,7 +30,7 @@ pub fn unknown_keys(pairs: &[(String, Value)]) -> Option<String> {
         format!(
             "{} (known: {})",
             truncate(&unknown.join(", "), 300),
-            KEYS.join(", ")
+            keys().join(", ")
         )
     })
 }
@@ -41,13 +42,17 @@ fn likely_key(key: &str) -> Option<&'static str> {
     use crate::core::similarity::{indel_distance, CodePoints};
     let lower = key.to_lowercase();
     let lower = CodePoints::new(&lower);
-    KEYS.iter()
-        .filter_map(|known| indel_distance(&lower, &CodePoints::new(known), 2).map(|d| (d, *known)))
+    SETTINGS
+        .iter()
+        .filter_map(|known| {
+            indel_distance(&lower, &CodePoints::new(known.name), 2).map(|d| (d, known.name))
+        })
         .min_by_key(|(d, _)| *d)
         .map(|(_, known)| known)
 }
 
-/// Checks `(key, value)` pairs, later pairs overriding earlier ones.
+/// Checks `(key, value)` pairs, later pairs overriding earlier ones: each
+/// setting by its row of [`SETTINGS`], then the rules across settings.
 pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
     if let Some(unknown) = unknown_keys(pairs) {
         return fail(format!("dedup: unknown setting, got {unknown}"));
@@ -60,64 +65,14 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             .map(|(_, v)| v.clone())
     };
     let mut s = Settings::default();
-    let unit = |v: &Value| match *v {
-        Value::Integer(i) if (0..=1).contains(&i) => Some(i as f64),
-        Value::Real(r) if (0.0..=1.0).contains(&r) => Some(r),
-        _ => None,
-    };
-    if let Some(v) = checked(pairs, "threshold", "must be in [0.0, 1.0]", unit)? {
-        s.threshold = v;
-    }
-    let rule = "must be an integer >= 1 (rows compared: distance - 1)";
-    if let Some(v) = checked(pairs, "distance", rule, integer_from(1))? {
-        s.distance = v;
-    }
-    let rule = "must be 0 or 1";
-    if let Some(v) = checked(pairs, "discard_params", rule, |v| flag(v, false))? {
-        s.discard_params = v;
-    }
-    let rule = "must be true or false (1 or 0)";
-    if let Some(v) = checked(pairs, "full", rule, |v| flag(v, true))? {
-        s.full = v;
-    }
-    let rule = "must be true or false (1 or 0)";
-    if let Some(v) = checked(pairs, "fix_urls", rule, |v| flag(v, true))? {
-        s.fix_urls = v;
-    }
-    let rule = "must be a label of at most 200 characters";
-    if let Some(v) = checked(pairs, "job", rule, |v| match v {
-        Value::Null => Some(String::new()),
-        Value::Text(t) if t.chars().count() <= 200 => Some(t.clone()),
-        _ => None,
-    })? {
-        s.job = v;
-    }
-    let rule = "must be the path of an SQLite database file or the name of an attached schema";
-    if let Some(v) = checked(pairs, "against", rule, |v| match v {
-        Value::Null => Some(String::new()),
-        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
-        _ => None,
-    })? {
-        s.against = v;
-    }
-    let rule = "must be a non-negative integer";
-    if let Some(v) = checked(pairs, "n_min", rule, integer_from(0))? {
-        s.n_min = v;
-    }
-    if let Some(v) = checked(pairs, "url_options", "must be text", |v| match v {
-        Value::Null => Some(String::new()),
-        Value::Text(t) => Some(t.clone()),
-        _ => None,
-    })? {
-        s.url_options = v;
+    for setting in SETTINGS.iter().filter(|d| !matches!(d.kind, Kind::Own(_))) {
+        if let Some(v) = checked(pairs, setting.name, setting.rule, |v| setting.kind.check(v))? {
+            (setting.set)(&mut s, v);
+        }
     }
     let spec = s.canonical_options();
     if let Err(e) = UrlOptions::parse(&spec) {
         return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
-    }
-    let rule = "must be 'window' or 'lsh'";
-    if let Some(v) = checked(pairs, "near_mode", rule, one_of(NearMode::WORDS, None))? {
-        s.near_mode = NearMode::from_word(&v).unwrap_or_default();
     }
     let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
     let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
@@ -135,40 +90,6 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
                 describe_value(&rows)
             ))
         }
-    }
-    let rule = "must be the name of a table";
-    if let Some(v) = checked(pairs, "table", rule, |v| match v {
-        Value::Text(t) if !t.is_empty() && !t.contains('\0') => Some(t.clone()),
-        _ => None,
-    })? {
-        s.table = v;
-    }
-    let rule = "must be milliseconds (an integer >= 0)";
-    if let Some(v) = checked(pairs, "busy_timeout", rule, |v| match *v {
-        Value::Integer(i) if (0..=i32::MAX as i64).contains(&i) => Some(i),
-        _ => None,
-    })? {
-        s.busy_timeout = v;
-    }
-    let rule = "must be 'keep' or 'strip'";
-    if let Some(v) = checked(pairs, "boilerplate", rule, one_of(Boilerplate::WORDS, None))? {
-        s.boilerplate = Boilerplate::from_word(&v).unwrap_or_default();
-    }
-    let rule = "must be an integer >= 2";
-    if let Some(v) = checked(pairs, "boilerplate_min_pages", rule, integer_from(2))? {
-        s.boilerplate_min_pages = v;
-    }
-    let rule = "must be 0 (off) or the probability a rule needs, in (0.0, 1.0]";
-    if let Some(v) = checked(pairs, "url_rules", rule, |v| match v {
-        Value::Null => Some(0.0),
-        v => unit(v),
-    })? {
-        s.url_rules = v;
-    }
-    let rule = "must be 'reference' (the reference pipeline's behaviour exactly) or 'none'";
-    let compat = one_of(Compat::WORDS, Some(Compat::None.as_str()));
-    if let Some(v) = checked(pairs, "compat", rule, compat)? {
-        s.compat = Compat::from_word(&v).unwrap_or_default();
     }
     if let Some(v) = get("columns") {
         s.columns = match &v {
@@ -191,17 +112,10 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
     if s.compat == Compat::Reference && s.fix_urls {
         return fail("dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
     }
-    if s.compat == Compat::Reference {
-        // (lsh is not the reference's; its chain election is the window's.)
+    // (lsh is not the reference's; its chain election is the window's.)
+    let election_given = matches!(get("lsh_election"), Some(Value::Text(_)));
+    if s.compat == Compat::Reference && !election_given {
         s.lsh_election = LshElection::Chain;
-    }
-    let rule = "must be 'chain' (the window scan's election) or 'direct' (no drift)";
-    let election = one_of(LshElection::WORDS, None);
-    if let Some(v) = checked(pairs, "lsh_election", rule, |v| match v {
-        Value::Null => Some(s.lsh_election.as_str().to_string()),
-        v => election(v),
-    })? {
-        s.lsh_election = LshElection::from_word(&v).unwrap_or_default();
     }
     if let Some(v) = get("prefer") {
         s.prefer = parse_prefer(&v)?;
@@ -250,36 +164,6 @@ fn checked<T>(
                 describe_value(value)
             ))
         }
-    }
-}
-
-/// An integer of at least `min`.
-fn integer_from(min: i64) -> impl Fn(&Value) -> Option<i64> {
-    move |v| match *v {
-        Value::Integer(i) if i >= min => Some(i),
-        _ => None,
-    }
-}
-
-/// One of `options` (a text), or `null_as` for NULL when given.
-fn one_of(
-    options: &'static [&'static str],
-    null_as: Option<&'static str>,
-) -> impl Fn(&Value) -> Option<String> {
-    move |v| match v {
-        Value::Text(t) if options.contains(&t.as_str()) => Some(t.clone()),
-        Value::Null => null_as.map(String::from),
-        _ => None,
-    }
-}
-
-/// 0 or 1 (and NULL as 0 when `null_is_off`).
-fn flag(v: &Value, null_is_off: bool) -> Option<bool> {
-    match *v {
-        Value::Integer(0) => Some(false),
-        Value::Integer(1) => Some(true),
-        Value::Null if null_is_off => Some(false),
-        _ => None,
     }
 }
 
@@ -408,6 +292,9 @@ mod tests {
             ("compat", text("ref"), "must be 'reference' (the reference pipeline's behaviour exactly) or 'none', got 'ref'"),
             ("lsh_election", Value::Integer(1), "must be 'chain' (the window scan's election) or 'direct' (no drift), got 1"),
             ("columns", Value::Integer(1), "must be a JSON object, got 1"),
+            ("lsh_shingles", text("token"), "must be 'char' (characters) or 'word' (words), got 'token'"),
+            ("lsh_shingle_size", Value::Integer(65), "must be an integer in [1, 64], got 65"),
+            ("lsh_shingle_size", Value::Integer(0), "must be an integer in [1, 64], got 0"),
         ];
         for (key, value, rule) in cases {
             let message = err(&[(key, value.clone())]);

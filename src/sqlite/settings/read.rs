@@ -5,13 +5,20 @@
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::{describe_value, excerpt};
 use crate::sqlite::settings::check::{parse, unknown_keys};
-use crate::sqlite::settings::values::{Origin, Settings, KEYS};
+use crate::sqlite::settings::declared::{setting, Kind, SETTINGS};
+use crate::sqlite::settings::values::{Origin, Settings};
 use crate::sqlite::tables::schema::{self, quote_ident};
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
 /// The settings that JSON's `true` and `false` may give (as 1 and 0).
-const YES_OR_NO: [&str; 3] = ["discard_params", "full", "fix_urls"];
+fn flag_settings() -> Vec<&'static str> {
+    SETTINGS
+        .iter()
+        .filter(|s| matches!(s.kind, Kind::Flag { .. }))
+        .map(|s| s.name)
+        .collect()
+}
 
 /// Reads the settings: `dedup_settings` first, then `overrides` (a JSON
 /// object or NULL, the argument of the SQL function `function`, which the
@@ -151,11 +158,12 @@ fn json_pairs(
         let (key, value, yes_or_no) = row?;
         // (JSON's true and false reach SQL as 1 and 0, which a number
         // setting would take: `"distance": true` would compare nothing.)
-        if yes_or_no && KEYS.contains(&key.as_str()) && !YES_OR_NO.contains(&key.as_str()) {
+        let flags = flag_settings();
+        if yes_or_no && setting(&key).is_some() && !flags.contains(&key.as_str()) {
             return fail(format!(
                 "{function}: {key} is not a true-or-false setting (only {} and {} are), got {} in {}",
-                YES_OR_NO[..YES_OR_NO.len() - 1].join(", "),
-                YES_OR_NO[YES_OR_NO.len() - 1],
+                flags[..flags.len() - 1].join(", "),
+                flags[flags.len() - 1],
                 if value == Value::Integer(1) {
                     "true"
                 } else {

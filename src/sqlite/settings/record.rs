@@ -1,40 +1,68 @@
-//! The run's settings written to `temp._dedup_run`, the one row every
-//! phase script reads.
+//! The run's settings as the run keeps them: written to `temp._dedup_run`,
+//! the one row every phase script reads (the run, its rows before, each
+//! setting [`SETTINGS`] gives a column, and the strict URL options derived
+//! from them), and as the JSON `dedup_runs.settings` records.
 
+use crate::sqlite::settings::declared::{Recorded, SETTINGS};
 use crate::sqlite::settings::values::Settings;
-use rusqlite::{params, Connection, Result};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Result};
 
 /// Writes `temp._dedup_run`, the one row every phase script reads.
 pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) -> Result<()> {
-    db.execute_batch(
+    let mut columns = vec!["run INTEGER".to_string(), "rows_before INTEGER".to_string()];
+    let mut values = vec![Value::Integer(run), Value::Integer(rows_before)];
+    for setting in &SETTINGS {
+        if let Some(ty) = setting.run_row {
+            columns.push(format!("{} {ty}", setting.name));
+            values.push((setting.value)(s));
+        }
+    }
+    columns.push("strict_options TEXT".into());
+    values.push(s.strict_options().map_or(Value::Null, Value::Text));
+    let marks: Vec<String> = (1..=values.len()).map(|i| format!("?{i}")).collect();
+    db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_run;
-         CREATE TEMP TABLE _dedup_run (run INTEGER, rows_before INTEGER, threshold REAL,
-           distance INTEGER, discard_params INTEGER, n_min INTEGER, url_options TEXT,
-           near_mode TEXT, lsh_bands INTEGER, lsh_rows INTEGER, boilerplate TEXT,
-           boilerplate_min_pages INTEGER, url_rules REAL, compat TEXT, strict_options TEXT,
-           lsh_election TEXT, fix_urls INTEGER);",
-    )?;
+         CREATE TEMP TABLE _dedup_run ({});",
+        columns.join(", ")
+    ))?;
     db.execute(
-        "INSERT INTO temp._dedup_run VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-        params![
-            run,
-            rows_before,
-            s.threshold,
-            s.distance,
-            s.discard_params as i64,
-            s.n_min,
-            s.canonical_options(),
-            s.near_mode.as_str(),
-            s.lsh_bands,
-            s.lsh_rows,
-            s.boilerplate.as_str(),
-            s.boilerplate_min_pages,
-            s.url_rules,
-            s.compat.as_str(),
-            s.strict_options(),
-            s.lsh_election.as_str(),
-            s.fix_urls as i64
-        ],
+        &format!("INSERT INTO temp._dedup_run VALUES ({})", marks.join(", ")),
+        rusqlite::params_from_iter(values),
     )?;
     Ok(())
+}
+
+impl Settings {
+    /// The settings as a JSON object (recorded in `dedup_runs.settings`):
+    /// each setting [`SETTINGS`] records, in its order (built by SQLite's
+    /// `json_object`, so that a run's record reads as the runs before it).
+    pub fn to_json(&self, db: &Connection) -> Result<String> {
+        let defaults = Settings::default();
+        let mut terms = Vec::new();
+        let mut values: Vec<Value> = Vec::new();
+        for setting in &SETTINGS {
+            let value = (setting.value)(self);
+            let shown = match setting.recorded {
+                Recorded::Always | Recorded::AsJson => true,
+                Recorded::WhenSet => value != (setting.value)(&defaults),
+                Recorded::Never => false,
+            };
+            if !shown {
+                continue;
+            }
+            let at = values.len() + 1;
+            terms.push(match setting.recorded {
+                Recorded::AsJson => format!("?{at}, json(?{})", at + 1),
+                _ => format!("?{at}, ?{}", at + 1),
+            });
+            values.push(Value::Text(setting.name.into()));
+            values.push(value);
+        }
+        db.query_row(
+            &format!("SELECT json_object({})", terms.join(", ")),
+            rusqlite::params_from_iter(values),
+            |r| r.get(0),
+        )
+    }
 }

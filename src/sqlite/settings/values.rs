@@ -1,33 +1,8 @@
 //! The run's settings as the run uses them: [`Settings`], every field
 //! checked, its closed choices enums, each default once.
 
+use crate::core::sketch::ShingleKind;
 use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
-use rusqlite::{params, Connection, Result};
-
-/// Every key `dedup_settings` may hold.
-pub const KEYS: [&str; 21] = [
-    "threshold",
-    "distance",
-    "discard_params",
-    "n_min",
-    "url_options",
-    "near_mode",
-    "lsh_bands",
-    "lsh_rows",
-    "table",
-    "busy_timeout",
-    "boilerplate",
-    "boilerplate_min_pages",
-    "url_rules",
-    "compat",
-    "prefer",
-    "columns",
-    "lsh_election",
-    "full",
-    "job",
-    "against",
-    "fix_urls",
-];
 
 /// Checked settings of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +23,10 @@ pub struct Settings {
     pub lsh_bands: i64,
     /// `lsh` mode: signature values per band.
     pub lsh_rows: i64,
+    /// `lsh` mode: what the signature's shingles are made of.
+    pub lsh_shingles: ShingleKind,
+    /// `lsh` mode: the shingles' size (characters or words).
+    pub lsh_shingle_size: i64,
     /// The table of pages (in the main schema).
     pub table: String,
     /// Milliseconds to wait for a lock held by another connection.
@@ -97,13 +76,6 @@ pub struct Settings {
     /// (http upgraded to https, `www.` dropped, where the probe found so:
     /// `run/url_fixes.rs`).
     pub fix_urls: bool,
-    /// Which phases run here ([`Phases`]; not a setting of its own: the
-    /// entry point decides).
-    pub phases: Phases,
-    /// The rows of `temp._dedup_extra` (rid, and the pipeline's columns)
-    /// join the table's as new ones (not a setting: a run `against`
-    /// another database plans there so, `run/against_index.rs`).
-    pub extra_rows: bool,
 }
 
 /// Who wrote a setting that is compiled as SQL.
@@ -114,56 +86,6 @@ pub enum Origin {
     Caller,
     /// The database's `dedup_settings`: data, held to a schema's rules.
     Database,
-}
-
-/// Which phases a run computes on this connection.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum Phases {
-    /// All of them (`dedup_run`, `dedup_plan`).
-    #[default]
-    All,
-    /// Phase 1 only, for a caller that elects elsewhere (`dedup_prepare`):
-    /// of the rows whose rowid is at least `.0` and below `.1` (each bound
-    /// `None`: unbounded), so that several tasks can share a table.
-    PrepareOnly(Option<i64>, Option<i64>),
-    /// Phase 1, then the decisions of a plan made elsewhere, read from this
-    /// table (`dedup_apply_plan`).
-    FromPlan(String),
-    /// Phase 1, then the decisions of a plan made on another database's
-    /// connection, against its index (`run/against_index.rs`).
-    Made(Made),
-}
-
-/// A plan made on another database's connection for this table's rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Made {
-    /// The plan's rows, as `dedup_apply_plan` reads them.
-    pub rows: Vec<PlanRow>,
-    /// The other database's name (its file's).
-    pub there: String,
-    /// The pages there the run compared.
-    pub compared: i64,
-}
-
-/// One row of a plan made elsewhere: a removal (phase, reason, survivor
-/// here or none, ratio) or a page kept apart (phase `None`, the URL it
-/// keeps), with a note for explain.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlanRow {
-    /// The row's rowid here.
-    pub rid: i64,
-    /// 1 to 5, or `None` for a page kept apart.
-    pub phase: Option<i64>,
-    /// The run's reason.
-    pub reason: Option<String>,
-    /// The survivor's rowid here (`None`: it is elsewhere).
-    pub survivor: Option<i64>,
-    /// Phase 4's ratio.
-    pub ratio: Option<f64>,
-    /// A page kept apart: the URL it keeps.
-    pub rewrite_url: Option<String>,
-    /// For explain (`survivor in old.db, rowid 17 (https://a.example/x)`).
-    pub note: Option<String>,
 }
 
 impl Default for Settings {
@@ -177,6 +99,8 @@ impl Default for Settings {
             near_mode: NearMode::default(),
             lsh_bands: 32,
             lsh_rows: 4,
+            lsh_shingles: ShingleKind::Char,
+            lsh_shingle_size: 5,
             table: "pages".into(),
             busy_timeout: 5000,
             boilerplate: Boilerplate::default(),
@@ -193,8 +117,6 @@ impl Default for Settings {
             against: String::new(),
             against_from: Origin::Caller,
             fix_urls: false,
-            phases: Phases::All,
-            extra_rows: false,
         }
     }
 }
@@ -226,53 +148,4 @@ impl Settings {
         (self.discard_params && self.compat != Compat::Reference)
             .then(|| format!("keep_params,{}", self.url_options))
     }
-
-    /// The settings as a JSON object (recorded in `dedup_runs.settings`).
-    pub fn to_json(&self, db: &Connection) -> Result<String> {
-        db.query_row(
-            "SELECT CASE WHEN ?19 THEN json_set(k, '$.fix_urls', 1) ELSE k END FROM (SELECT CASE WHEN ?18 = '' THEN j ELSE json_set(j, '$.against', ?18) END AS k FROM (SELECT CASE WHEN ?17 = '' THEN o ELSE json_set(o, '$.job', ?17) END AS j FROM (SELECT json_object('threshold', ?1, 'distance', ?2, 'discard_params', ?3, 'n_min', ?4,
-                    'url_options', ?5, 'near_mode', ?6, 'lsh_bands', ?7, 'lsh_rows', ?8, 'table', ?9,
-                    'boilerplate', ?10, 'boilerplate_min_pages', ?11, 'url_rules', ?12,
-                    'compat', ?13, 'prefer', json(?14), 'columns', json(?15), 'lsh_election', ?16) AS o)))",
-            params![
-                self.threshold,
-                self.distance,
-                self.discard_params as i64,
-                self.n_min,
-                self.canonical_options(),
-                self.near_mode.as_str(),
-                self.lsh_bands,
-                self.lsh_rows,
-                self.table,
-                self.boilerplate.as_str(),
-                self.boilerplate_min_pages,
-                self.url_rules,
-                self.compat.as_str(),
-                self.prefer_json,
-                columns_json(&self.columns),
-                self.lsh_election.as_str(),
-                self.job,
-                self.against,
-                self.fix_urls
-            ],
-            |r| r.get(0),
-        )
-    }
-}
-
-/// The `columns` setting as a JSON object.
-fn columns_json(columns: &[(String, String)]) -> String {
-    let mut out = String::from("{");
-    for (i, (k, v)) in columns.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&format!(
-            "{}:{}",
-            crate::sqlite::ground::json::json_string(k),
-            crate::sqlite::ground::json::json_string(v)
-        ));
-    }
-    out.push('}');
-    out
 }

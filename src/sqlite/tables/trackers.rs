@@ -173,6 +173,19 @@ mod tests {
     }
 
     #[test]
+    fn the_archive_trackers_fire_for_the_phases_that_keep_a_slot() {
+        let slot = crate::core::phase::Phase::sql_list(&crate::core::phase::Phase::KEEP_SLOT);
+        for (name, table, when, _) in OWN_TRACKERS {
+            if table == "dedup_removed" {
+                assert!(
+                    when.contains(&format!("dedup_phase IN {slot}")),
+                    "{name}: {when}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn an_own_tables_tracker_is_recognised_only_on_its_table_as_created() {
         let (name, _, when, key) = OWN_TRACKERS[2];
         let sql = own_tracker_sql(name, when, key);

@@ -270,10 +270,11 @@ fn update_order(
          LEFT JOIN temp._dedup_prepared AS p ON p.source_rowid = a.dedup_rowid
          LEFT JOIN main.dedup_index AS x ON x.rid = a.dedup_rowid AND p.source_rowid IS NULL
          CROSS JOIN temp._dedup_run AS r
-         WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN (4, 5) AND r.threshold < 1.0
+         WHERE a.archive_rowid > {archived_after} AND a.dedup_run = {run} AND a.dedup_phase IN {slot} AND r.threshold < 1.0
            AND dedup_invalid_text(a.url, a.content, a.parsed) IS NULL
            AND (a.parsed <> '' OR (a.parsed IS NULL AND a.content <> ''))
-           AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;"
+           AND coalesce(p.canonical_url, x.canonical_url) IS NOT NULL;",
+        slot = crate::core::phase::Phase::sql_list(&crate::core::phase::Phase::KEEP_SLOT)
     );
     db.execute_batch(&placeholders)?;
     lap("index: order's placeholders", step);

@@ -31,16 +31,17 @@ use super::index_functions::fingerprint_of;
 use super::index_state::{comparable, state_value, version};
 use crate::sqlite::ground::error::DedupError;
 use crate::sqlite::ground::trace::lap;
+use crate::sqlite::pipeline::mode::RunMode;
 use crate::sqlite::settings::values::Settings;
 use crate::sqlite::tables::schema::Source;
 
 /// Why runs of these settings are always full (they keep no index).
-pub fn always_full(s: &Settings) -> Option<&'static str> {
+pub fn always_full(s: &Settings, mode: &RunMode) -> Option<&'static str> {
     if !s.against.is_empty() {
         // (Before the plan made elsewhere: a run against another database's
         // index is read back as one, `run/against_index.rs`.)
         Some("against (another database's pages are compared too)")
-    } else if s.phases != crate::sqlite::settings::values::Phases::All {
+    } else if *mode != RunMode::All && *mode != RunMode::There {
         Some("a plan made elsewhere (dedup_apply_plan)")
     } else if s.boilerplate == crate::sqlite::settings::choices::Boilerplate::Strip {
         Some("boilerplate = 'strip' (the chrome is counted over every row)")
@@ -62,12 +63,13 @@ const NO_INDEX_YET: &str = "no index yet (the first run, or a restore since the 
 pub fn why_full(
     db: &Connection,
     s: &Settings,
+    mode: &RunMode,
     settings_json: &str,
 ) -> Result<Option<String>, DedupError> {
     if s.full {
         return Ok(Some("asked for (full: true)".into()));
     }
-    if let Some(why) = always_full(s) {
+    if let Some(why) = always_full(s, mode) {
         return Ok(Some(why.into()));
     }
     let exists = |name: &str| -> Result<bool, DedupError> {
@@ -124,10 +126,11 @@ pub fn prepare(
     db: &Connection,
     source: &Source,
     s: &Settings,
+    mode: &RunMode,
     settings_json: &str,
 ) -> Result<RunKind, DedupError> {
     let mut step = std::time::Instant::now();
-    let why = why_full(db, s, settings_json)?;
+    let why = why_full(db, s, mode, settings_json)?;
     lap("changes: why full", &mut step);
     let since: Option<i64> = match why {
         None => db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?,
@@ -162,7 +165,7 @@ pub fn prepare(
         fp = fingerprint_of(source, "g"),
         table = source.qualified(),
     ))?;
-    if s.extra_rows && why.is_none() {
+    if *mode == RunMode::There && why.is_none() {
         // (Rows added for this plan, `run/against_index.rs`: new, so dirty,
         // whatever their fingerprint.)
         db.execute_batch(
@@ -234,7 +237,7 @@ pub fn prepare(
             if why.is_none() { "incremental" } else { "full" },
             why,
             since,
-            always_full(s).is_none(),
+            always_full(s, mode).is_none(),
             scanned
         ],
     )?;

@@ -26,6 +26,7 @@
 //! `prefer` setting (its terms rank one table's columns), no table of pages
 //! there.
 
+use crate::core::phase::Phase;
 use std::path::Path;
 
 use rusqlite::types::Value;
@@ -33,7 +34,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::excerpt;
-use crate::sqlite::settings::values::{Origin, Phases, Settings};
+use crate::sqlite::pipeline::mode::RunMode;
+use crate::sqlite::settings::values::{Origin, Settings};
 use crate::sqlite::tables::schema::{Source, PAGE_COLUMNS};
 
 /// The other database of a run, as [`load`] found it.
@@ -47,7 +49,12 @@ pub struct Against {
 
 /// Creates `temp._dedup_against` (empty without the setting) and
 /// `temp._dedup_pages`; with the setting, copies the other database's rows.
-pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Against>, DedupError> {
+pub fn load(
+    db: &Connection,
+    source: &Source,
+    s: &Settings,
+    mode: &RunMode,
+) -> Result<Option<Against>, DedupError> {
     let columns = PAGE_COLUMNS.join(", ");
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_against;
@@ -62,7 +69,7 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
         db.execute_batch("CREATE TEMP VIEW _dedup_pages AS SELECT * FROM temp._dedup_source;")?;
         return Ok(None);
     }
-    if let Phases::Made(made) = &s.phases {
+    if let RunMode::Made(made) = mode {
         // (Planned there, against its index: its name and pages compared,
         // for the report; its rows stay there.)
         db.execute_batch("CREATE TEMP VIEW _dedup_pages AS SELECT * FROM temp._dedup_source;")?;
@@ -80,7 +87,7 @@ pub fn load(db: &Connection, source: &Source, s: &Settings) -> Result<Option<Aga
             "dedup: against cannot be combined with prefer (its terms rank the columns of this table only); nothing was changed".into(),
         );
     }
-    if s.phases != Phases::All {
+    if *mode != RunMode::All {
         return fail("dedup: against works with dedup_run and dedup_plan only (a plan made elsewhere already compared what it compared); nothing was changed".into());
     }
     let (path, name) = resolve(db, s)?;
@@ -514,7 +521,8 @@ fn copy(
         let mut read = theirs
             .prepare(&format!(
                 "SELECT dedup_rowid, dedup_phase, url, content, parsed FROM ({archive})
-                 WHERE dedup_phase IN (4, 5) AND typeof(dedup_rowid) = 'integer'"
+                 WHERE dedup_phase IN {slot} AND typeof(dedup_rowid) = 'integer'",
+                slot = Phase::sql_list(&Phase::KEEP_SLOT)
             ))
             .map_err(read_failed)?;
         let mut write =
@@ -577,7 +585,13 @@ mod tests {
         pages(&db, &[(-3, "https://a/z", "z"), (4, "https://a/w", "w")]);
         let source = Source::inspect(&db, "pages").unwrap();
         source.create_view(&db).unwrap();
-        let found = load(&db, &source, &settings(other.to_str().unwrap())).unwrap();
+        let found = load(
+            &db,
+            &source,
+            &settings(other.to_str().unwrap()),
+            &RunMode::All,
+        )
+        .unwrap();
         assert_eq!(
             found,
             Some(Against {
@@ -613,12 +627,16 @@ mod tests {
         let source = Source::inspect(&db, "pages").unwrap();
         source.create_view(&db).unwrap();
         let mut s = settings("/no/such/file.db");
-        let e = load(&db, &source, &s).unwrap_err().to_string();
+        let e = load(&db, &source, &s, &RunMode::All)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(no such file)"), "{e}");
         s.against_from = Origin::Database;
-        let e = load(&db, &source, &s).unwrap_err().to_string();
+        let e = load(&db, &source, &s, &RunMode::All)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must name an attached schema"), "{e}");
-        let none = load(&db, &source, &settings("")).unwrap();
+        let none = load(&db, &source, &settings(""), &RunMode::All).unwrap();
         assert_eq!(none, None);
     }
 }

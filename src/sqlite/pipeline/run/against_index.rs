@@ -12,7 +12,7 @@
 //! there (so the election's last rule still keeps the page that was there
 //! first), the table's view there takes them in ([`extend_source`]), and
 //! the run plans them as new rows ([`super::plan::plan`] with
-//! `extra_rows`). Its removals of these rows, and the pages among them it
+//! `RunMode::There`). Its removals of these rows, and the pages among them it
 //! keeps apart, come back with their rids here ([`write_plan`]); a
 //! survivor there is named in a note (`survivor in last-month.db, rowid
 //! 17`), as a plan of `against` without the index names it.
@@ -34,8 +34,9 @@ use rusqlite::Connection;
 
 use crate::sqlite::ground::error::DedupError;
 use crate::sqlite::pipeline::incremental::run_kind::why_full;
+use crate::sqlite::pipeline::mode::{Made, PlanRow, RunMode};
 use crate::sqlite::settings::choices::NearMode;
-use crate::sqlite::settings::values::{Made, Origin, Phases, PlanRow, Settings};
+use crate::sqlite::settings::values::{Origin, Settings};
 use crate::sqlite::tables::schema::{self, Source, PAGE_COLUMNS};
 
 /// The plan of this table's rows made on the other database against its
@@ -47,9 +48,10 @@ use crate::sqlite::tables::schema::{self, Source, PAGE_COLUMNS};
 pub fn plan_there(
     db: &Connection,
     s: &Settings,
+    mode: &RunMode,
     plan: impl Fn(&Connection, &Settings) -> Result<(bool, i64), DedupError>,
 ) -> Result<Option<Made>, DedupError> {
-    if s.against.is_empty() || s.phases != Phases::All || !s.prefer.is_empty() {
+    if s.against.is_empty() || *mode != RunMode::All || !s.prefer.is_empty() {
         return Ok(None);
     }
     if s.near_mode == NearMode::Window && has_window_slots(db)? {
@@ -62,12 +64,11 @@ pub fn plan_there(
     let their_settings = Settings {
         against: String::new(),
         against_from: Origin::Caller,
-        extra_rows: true,
         ..s.clone()
     };
     let json = their_settings.to_json(&theirs)?;
     if schema::object_type(&theirs, "dedup_index_state")?.as_deref() != Some("table")
-        || why_full(&theirs, &their_settings, &json)?.is_some()
+        || why_full(&theirs, &their_settings, &RunMode::There, &json)?.is_some()
     {
         return Ok(None);
     }
@@ -237,7 +238,7 @@ fn plan_rows(
 }
 
 /// `temp._dedup_source` on the other connection with the rows of
-/// `temp._dedup_extra` added (a plan with `extra_rows`). Every column but
+/// `temp._dedup_extra` added (a plan of `RunMode::There`). Every column but
 /// the rid comes without affinity in both arms (`+column`): SQLite looks a
 /// row of a compound view up by its rid only when the arms' columns agree
 /// in affinity, else it reads the whole table for each lookup.

@@ -8,11 +8,9 @@ use super::against_index;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::trace::{lap, Trace};
 use crate::sqlite::pipeline::incremental::run_kind::RunKind;
+use crate::sqlite::pipeline::mode::RunMode;
 use crate::sqlite::pipeline::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
-use crate::sqlite::settings::{
-    self,
-    values::{Phases, Settings},
-};
+use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema::{self, quote_ident, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
@@ -109,9 +107,9 @@ pub struct Planned {
     pub kind: RunKind,
 }
 
-/// Plans a run: checks the table and the earlier runs' tables, writes the
-/// temp inputs, runs the phase scripts and records the plan.
-pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
+/// Plans a run of `mode`: checks the table and the earlier runs' tables,
+/// writes the temp inputs, runs the phase scripts and records the plan.
+pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, DedupError> {
     let mut lapped = std::time::Instant::now();
     drop_temp(db)?;
     crate::sqlite::tables::own_tables::refuse_as_pages(&s.table)?;
@@ -119,42 +117,42 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
     crate::sqlite::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
-    if s.extra_rows {
+    if *mode == RunMode::There {
         against_index::extend_source(db, &source)?;
     }
-    let there =
-        |c: &Connection, s: &Settings| plan(c, s).map(|p| (p.kind.incremental, p.rows_before));
-    if let Some(made) = against_index::plan_there(db, s, there)? {
+    let there = |c: &Connection, s: &Settings| {
+        plan(c, s, &RunMode::There).map(|p| (p.kind.incremental, p.rows_before))
+    };
+    if let Some(made) = against_index::plan_there(db, s, mode, there)? {
         // (Made there, against its index: read back as a plan made elsewhere.)
-        return plan(
-            db,
-            &Settings {
-                phases: Phases::Made(made),
-                ..s.clone()
-            },
-        );
+        return plan(db, s, &RunMode::Made(made));
     }
-    let against = crate::sqlite::pipeline::run::against::load(db, &source, s)?;
+    let against = crate::sqlite::pipeline::run::against::load(db, &source, s, mode)?;
     crate::sqlite::pipeline::run::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
-    crate::sqlite::pipeline::run::prefer::write(db, &source, s)?;
+    crate::sqlite::pipeline::run::prefer::write(db, &source, s, mode)?;
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
-    let kind =
-        crate::sqlite::pipeline::incremental::run_kind::prepare(db, &source, s, &s.to_json(db)?)
-            .map_err(index_edited)?;
+    let kind = crate::sqlite::pipeline::incremental::run_kind::prepare(
+        db,
+        &source,
+        s,
+        mode,
+        &s.to_json(db)?,
+    )
+    .map_err(index_edited)?;
     let rows_before = crate::sqlite::pipeline::incremental::run_kind::rows(db, &source, &kind)?;
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
     settings::record::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
-    if let Phases::FromPlan(table) = &s.phases {
+    if let RunMode::FromPlan(table) = mode {
         copy_plan(db, table)?;
     }
-    if let Phases::Made(made) = &s.phases {
+    if let RunMode::Made(made) = mode {
         against_index::write_plan(db, made)?;
     }
-    if let Phases::PrepareOnly(lo, hi) = s.phases {
+    if let RunMode::PrepareOnly(lo, hi) = *mode {
         // (The range's rows only; its placeholders, in external/01_rows.sql.)
         db.execute_batch(
             "DROP TABLE IF EXISTS temp._dedup_range;
@@ -168,10 +166,10 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
             params![lo, hi],
         )?;
     }
-    let phases: &[(&str, &[Step])] = match s.phases {
-        Phases::All => &PHASES,
-        Phases::PrepareOnly(..) => &PREPARE_ONLY,
-        Phases::FromPlan(_) | Phases::Made(_) => &EXTERNAL,
+    let phases: &[(&str, &[Step])] = match mode {
+        RunMode::All | RunMode::There => &PHASES,
+        RunMode::PrepareOnly(..) => &PREPARE_ONLY,
+        RunMode::FromPlan(_) | RunMode::Made(_) => &EXTERNAL,
     };
     let when = Conditions {
         incremental: kind.incremental,
@@ -193,7 +191,7 @@ pub fn plan(db: &Connection, s: &Settings) -> Result<Planned, DedupError> {
         seconds,
         kind,
     };
-    if matches!(s.phases, Phases::PrepareOnly(..)) {
+    if matches!(mode, RunMode::PrepareOnly(..)) {
         // (No plan to apply: phase 1's tables are the result.)
         return Ok(planned);
     }

@@ -18,9 +18,10 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::core::ordering::{self, TermOrder};
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown;
+use crate::sqlite::pipeline::mode::RunMode;
 use crate::sqlite::settings::{
     untrusted,
-    values::{Origin, Phases, Settings},
+    values::{Origin, Settings},
 };
 use crate::sqlite::tables::schema::{quote_ident, Source};
 
@@ -33,7 +34,12 @@ use crate::sqlite::tables::schema::{quote_ident, Source};
 /// term is checked alone first, so that an error names it; terms read from
 /// `dedup_settings` are held to a schema's rules first
 /// ([`crate::sqlite::settings::untrusted`]).
-pub fn write(db: &Connection, source: &Source, s: &Settings) -> Result<(), DedupError> {
+pub fn write(
+    db: &Connection,
+    source: &Source,
+    s: &Settings,
+    mode: &RunMode,
+) -> Result<(), DedupError> {
     let terms = &s.prefer;
     db.execute_batch(
         "DROP TABLE IF EXISTS temp._dedup_prefer;
@@ -44,9 +50,9 @@ pub fn write(db: &Connection, source: &Source, s: &Settings) -> Result<(), Dedup
     // table's rows elect among themselves by the run's own rules. Copied,
     // this table's rows are `_dedup_source`'s; planned there, this table's
     // rows are its `_dedup_extra`.)
-    if !s.against.is_empty() && s.phases == Phases::All {
+    if !s.against.is_empty() && *mode == RunMode::All {
         db.execute_batch("INSERT INTO temp._dedup_prefer (rid, prefer_rank) SELECT rid, 1 FROM temp._dedup_source;")?;
-    } else if s.extra_rows {
+    } else if *mode == RunMode::There {
         db.execute_batch("INSERT INTO temp._dedup_prefer (rid, prefer_rank) SELECT rid, 1 FROM temp._dedup_extra;")?;
     }
     if terms.is_empty() {
@@ -96,7 +102,7 @@ pub fn write(db: &Connection, source: &Source, s: &Settings) -> Result<(), Dedup
             "prefer from dedup_settings",
         )?;
     }
-    if let Phases::PrepareOnly(lo, hi) = s.phases {
+    if let RunMode::PrepareOnly(lo, hi) = *mode {
         return write_keys(db, source, terms, untrusted, lo, hi);
     }
     let all = ranked(&joined);

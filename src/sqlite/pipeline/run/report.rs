@@ -2,6 +2,7 @@
 //! for bad values. Printed by `dedup_run()`, kept as JSON in
 //! `dedup_runs.report`.
 
+use crate::core::phase::Phase;
 use rusqlite::Connection;
 
 use crate::sqlite::ground::error::DedupError;
@@ -85,14 +86,7 @@ pub fn skipped_query(source: &Source) -> String {
 
 /// What each phase removes, for the report.
 pub fn phase_name(phase: i64) -> &'static str {
-    match phase {
-        1 => "URL ignored/unparseable",
-        2 => "same canonical URL",
-        3 => "same content hash",
-        4 => "near duplicate",
-        5 => "small domain",
-        _ => "unknown phase",
-    }
+    Phase::from_number(phase).map_or("unknown phase", Phase::name)
 }
 
 impl Report {

@@ -45,6 +45,7 @@
 //! table's constraints refuse, a statement that uses a table besides;
 //! each leaves the database as it was.
 
+use crate::sqlite::pipeline::mode::RunMode;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, Result};
 
@@ -170,7 +171,7 @@ fn ask<T>(
 ) -> std::result::Result<T, DedupError> {
     let Some(recorded) = recorded_settings(db)? else {
         // (Running once helps only when the settings' runs keep an index.)
-        if let Some(why) = always_full(&settings_read::read(db, NAME, settings)?) {
+        if let Some(why) = always_full(&settings_read::read(db, NAME, settings)?, &RunMode::All) {
             return fail(format!(
                 "{NAME}: no incremental index, got settings whose runs keep none: {why} makes every run full \
                  (docs/incremental.md); a run without it leaves the index this answers from"
@@ -194,7 +195,7 @@ fn ask<T>(
         let s = read_recorded(db, NAME, &recorded, settings)?;
         let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
         let rid = add(db, &source, page)?;
-        plan::plan(db, &s).map_err(|e| {
+        plan::plan(db, &s, &RunMode::All).map_err(|e| {
             if e.to_string().contains("database table is locked") {
                 in_a_read()
             } else {
