@@ -20,7 +20,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 use crate::core::arrow_columns::{ColumnView, Kind};
 use crate::core::phase1::Rules;
-use crate::sqlite::pipeline::run::phase1_arrow::prepare_columns;
+use crate::sqlite::pipeline::external::phase1_arrow::prepare_columns;
 
 /// `struct ArrowSchema` of the C data interface.
 #[repr(C)]
@@ -177,7 +177,8 @@ pub unsafe extern "C" fn sqlite_dedup_phase1_arrow(
             text(strict_options)?,
             reference != 0,
             false,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         let (rows, columns) = columns(&*array, &*schema)?;
         prepare_columns(rows, &columns, &mut rules).map_err(|e| match e {
             rusqlite::Error::UserFunctionError(e) => e.to_string(),

@@ -45,6 +45,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_chars",
             "dedup_debug",
             "dedup_differing_params",
+            "dedup_error_codes",
             "dedup_extra_params",
             "dedup_fingerprint",
             "dedup_histogram",
@@ -235,50 +236,50 @@ fn error_messages_name_function_problem_and_value() {
     let db = db();
     assert_eq!(
         err(&db, "SELECT canonical_url(42)"),
-        "canonical_url: url must be TEXT, got integer 42"
+        "canonical_url[argument]: url must be TEXT, got integer 42"
     );
     assert_eq!(
         err(&db, "SELECT canonical_url('a', 'b', 'c')"),
-        "canonical_url: expected 1 to 2 arguments, got 3"
+        "canonical_url[argument]: expected 1 to 2 arguments, got 3"
     );
     assert_eq!(
         err(&db, "SELECT canonical_url('https://x.org', 'nope')"),
         format!(
-            "canonical_url: unknown option 'nope' (known: {}), got 'nope'",
+            "canonical_url[argument]: unknown option 'nope' (known: {}), got 'nope'",
             dedup::url::OPTION_WORDS
         )
     );
     assert_eq!(
         err(&db, "SELECT content_hash(x'00ff')"),
-        "content_hash: text must be TEXT, got blob of 2 bytes"
+        "content_hash[argument]: text must be TEXT, got blob of 2 bytes"
     );
     assert_eq!(
         err(&db, "SELECT content_hash(CAST(x'61ff' AS TEXT))"),
-        "content_hash: text is not valid UTF-8 (byte 1), got text of 2 bytes"
+        "content_hash[argument]: text is not valid UTF-8 (byte 1), got text of 2 bytes"
     );
     assert_eq!(
         err(&db, "SELECT normalize_text()"),
-        "normalize_text: expected 1 argument, got 0"
+        "normalize_text[argument]: expected 1 argument, got 0"
     );
     assert_eq!(
         err(&db, "SELECT lev_ratio('a', 'b', 1.5)"),
-        "lev_ratio: score_cutoff must be in [0.0, 1.0], got real 1.5"
+        "lev_ratio[argument]: score_cutoff must be in [0.0, 1.0], got real 1.5"
     );
     assert_eq!(
         err(&db, "SELECT lev_ratio('a', 'b', 'x')"),
-        "lev_ratio: score_cutoff must be a number, got text 'x'"
+        "lev_ratio[argument]: score_cutoff must be a number, got text 'x'"
     );
     assert_eq!(
         err(&db, "SELECT lev_ratio('a')"),
-        "lev_ratio: expected 2 to 3 arguments, got 1"
+        "lev_ratio[argument]: expected 2 to 3 arguments, got 1"
     );
     assert_eq!(
         err(&db, "SELECT shingle_resemblance('a', 'b', 0)"),
-        "shingle_resemblance: n must be an integer in [1, 64], got integer 0"
+        "shingle_resemblance[argument]: n must be an integer in [1, 64], got integer 0"
     );
     assert_eq!(
         err(&db, "SELECT shingle_resemblance('a', 'b', 2, 7)"),
-        "shingle_resemblance: stopwords must be TEXT, got integer 7"
+        "shingle_resemblance[argument]: stopwords must be TEXT, got integer 7"
     );
     assert_eq!(
         err(&db, "SELECT dedup_require(0, 'stop here')"),
@@ -286,44 +287,44 @@ fn error_messages_name_function_problem_and_value() {
     );
     assert_eq!(
         err(&db, "SELECT dedup_run(1)"),
-        "dedup_run: settings must be a JSON object as TEXT, got integer 1"
+        "dedup_run[setting]: settings must be a JSON object as TEXT, got integer 1"
     );
     assert_eq!(
         err(&db, "SELECT dedup_run('[1]')"),
-        "dedup_run: settings must be a JSON object, got '[1]'"
+        "dedup_run[setting]: settings must be a JSON object, got '[1]'"
     );
     // Text that is not JSON is named as such (not SQLite's bare "malformed
     // JSON"), and each function names itself.
     assert_eq!(
         err(&db, "SELECT dedup_run('{\"threshold\": 0.9,}')"),
-        "dedup_run: settings must be a JSON object, got '{\"threshold\": 0.9,}' (not valid JSON)"
+        "dedup_run[setting]: settings must be a JSON object, got '{\"threshold\": 0.9,}' (not valid JSON)"
     );
     assert_eq!(
         err(&db, "SELECT dedup_plan('')"),
-        "dedup_plan: settings must be a JSON object, got '' (not valid JSON)"
+        "dedup_plan[setting]: settings must be a JSON object, got '' (not valid JSON)"
     );
     assert_eq!(
         err(&db, "SELECT dedup_plan('[1]')"),
-        "dedup_plan: settings must be a JSON object, got '[1]'"
+        "dedup_plan[setting]: settings must be a JSON object, got '[1]'"
     );
     // JSON's true is 1 in SQL: a number setting must not take it.
     assert_eq!(
         err(&db, r#"SELECT dedup_run('{"distance": true}')"#),
-        r#"dedup_run: distance is not a true-or-false setting (only discard_params, full and fix_urls are), got true in '{"distance": true}'"#
+        r#"dedup_run[setting]: distance is not a true-or-false setting (only discard_params, full and fix_urls are), got true in '{"distance": true}'"#
     );
     assert_eq!(
         err(
             &db,
             r#"SELECT dedup_run('{"full": false, "threshold": false}')"#
         ),
-        r#"dedup_run: threshold is not a true-or-false setting (only discard_params, full and fix_urls are), got false in '{"full": false, "threshold": false}'"#
+        r#"dedup_run[setting]: threshold is not a true-or-false setting (only discard_params, full and fix_urls are), got false in '{"full": false, "threshold": false}'"#
     );
     assert_eq!(
         err(
             &db,
             r#"SELECT dedup_run('{"threshold": 0.9, "distance": 5, "threshold": 0.5}')"#
         ),
-        r#"dedup_run: settings must name each setting once, got 'threshold' twice in '{"threshold": 0.9, "distance": 5, "threshold": 0.5}'"#
+        r#"dedup_run[setting]: settings must name each setting once, got 'threshold' twice in '{"threshold": 0.9, "distance": 5, "threshold": 0.5}'"#
     );
 }
 
@@ -333,7 +334,7 @@ fn lev_ratio_refuses_inputs_beyond_its_work_limit_but_not_those_the_length_bound
     let big = "SELECT lev_ratio(printf('%.*c', 400000, 'a'), printf('%.*c', 300000, 'b'))";
     assert_eq!(
         err(&db, big),
-        "lev_ratio: inputs too long: len(a) * len(b) must be at most 100000000000, got 400000 * 300000"
+        "lev_ratio[argument]: inputs too long: len(a) * len(b) must be at most 100000000000, got 400000 * 300000"
     );
     let decided: f64 = one(
         &db,
@@ -427,13 +428,13 @@ fn a_placeholder_of_n_slots_takes_n_places_in_the_window() {
         .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('wide', 0.8, 2)"),
-        "near_dups: slots in the input must be at least 1, and 1 for a row with a text, got 0 in the row at pos integer 2"
+        "near_dups[argument]: slots in the input must be at least 1, and 1 for a row with a text, got 0 in the row at pos integer 2"
     );
     db.execute_batch("UPDATE wide SET slots = 2 WHERE id = 10")
         .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('wide', 0.8, 2)"),
-        "near_dups: slots in the input must be at least 1, and 1 for a row with a text, got 2 in the row at pos integer 1"
+        "near_dups[argument]: slots in the input must be at least 1, and 1 for a row with a text, got 2 in the row at pos integer 1"
     );
 }
 
@@ -526,29 +527,29 @@ fn dedup_elected_errors() {
         .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('nope', 'grp', 'a')"),
-        "dedup_elected: input must be the name of a table or view, got 'nope'"
+        "dedup_elected[argument]: input must be the name of a table or view, got 'nope'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('t', 'g', 'a')"),
-        "dedup_elected: input must have the column grp names, got 't' without 'g'"
+        "dedup_elected[argument]: input must have the column grp names, got 't' without 'g'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a DOWN')"),
-        "dedup_elected: ranking must list columns of input, each optionally followed by ASC or DESC \
+        "dedup_elected[argument]: ranking must list columns of input, each optionally followed by ASC or DESC \
          ('a DOWN' is not a column and a direction), got 'a DOWN'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a, zz')"),
-        "dedup_elected: ranking must list columns of input, each optionally followed by ASC or DESC \
+        "dedup_elected[argument]: ranking must list columns of input, each optionally followed by ASC or DESC \
          (no column 'zz'), got 'a, zz'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('t', 'grp', 'a')"),
-        "dedup_elected: id in 't' must be an integer, got text 'x'"
+        "dedup_elected[argument]: id in 't' must be an integer, got text 'x'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM dedup_elected('t', 'grp', 3)"),
-        "dedup_elected: ranking must be a list of columns, got integer 3"
+        "dedup_elected[argument]: ranking must be a list of columns, got integer 3"
     );
 }
 
@@ -559,27 +560,27 @@ fn near_dups_errors() {
         .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('t', 1.5, 3)"),
-        "near_dups: threshold must be in [0.0, 1.0], got 1.5"
+        "near_dups[argument]: threshold must be in [0.0, 1.0], got 1.5"
     );
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('t', 0.9, -1)"),
-        "near_dups: distance must be a non-negative integer, got -1"
+        "near_dups[argument]: distance must be a non-negative integer, got -1"
     );
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('nope', 0.9, 3)"),
-        "near_dups: input must be the name of a table or view, got 'nope'"
+        "near_dups[argument]: input must be the name of a table or view, got 'nope'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM near_dups('u', 0.9, 3)"),
-        "near_dups: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'u'"
+        "near_dups[argument]: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'u'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM near_dups(3, 0.9, 3)"),
-        "near_dups: input must be the name of a table or view, got integer 3"
+        "near_dups[argument]: input must be the name of a table or view, got integer 3"
     );
     assert_eq!(
         err(&db, "SELECT * FROM near_dups"),
-        "near_dups: input table or view name is required, got no argument"
+        "near_dups[argument]: input table or view name is required, got no argument"
     );
 }
 
@@ -699,7 +700,7 @@ fn near_dups_among_skips_the_pairs_of_rows_settled_alike() {
         .unwrap();
     assert_eq!(
         err(&db, "SELECT * FROM near_dups_among('t', 'k', 0.9)"),
-        "near_dups_among: settled in 't' must be an integer, got text 'x' in the row at pos 2"
+        "near_dups_among[argument]: settled in 't' must be an integer, got text 'x' in the row at pos 2"
     );
 }
 
@@ -717,17 +718,17 @@ fn near_dups_among_errors() {
     )
     .unwrap();
     for (sql, message) in [
-        ("SELECT * FROM near_dups_among('t', 'p', 1.5)", "near_dups_among: threshold must be in [0.0, 1.0], got 1.5"),
-        ("SELECT * FROM near_dups_among('t', 'p', 'x')", "near_dups_among: threshold must be a number in [0.0, 1.0], got text 'x'"),
-        ("SELECT * FROM near_dups_among('t')", "near_dups_among: pairs table or view name is required, got no argument"),
-        ("SELECT * FROM near_dups_among('t', 'nope')", "near_dups_among: pairs must be the name of a table or view, got 'nope'"),
-        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among: pairs must have columns a, b (pairs) or band, key, id (keys), got 'q' with columns a, c"),
-        ("SELECT * FROM near_dups_among('t', 'kx')", "near_dups_among: pairs in 'kx' must join ids of 't', got id 3"),
-        ("SELECT * FROM near_dups_among('t', 'ky')", "near_dups_among: key in 'ky' must be an integer, got text 'k'"),
-        ("SELECT * FROM near_dups_among('p', 't')", "near_dups_among: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'p'"),
-        ("SELECT * FROM near_dups_among('t', 'p')", "near_dups_among: pairs in 'p' must join ids of 't', got id 3"),
-        ("SELECT * FROM near_dups_among('t', 'n')", "near_dups_among: b in 'n' must be an integer, got NULL"),
-        ("SELECT * FROM near_dups_among('d', 'n')", "near_dups_among: id in 'd' must be unique, got id 1 twice"),
+        ("SELECT * FROM near_dups_among('t', 'p', 1.5)", "near_dups_among[argument]: threshold must be in [0.0, 1.0], got 1.5"),
+        ("SELECT * FROM near_dups_among('t', 'p', 'x')", "near_dups_among[argument]: threshold must be a number in [0.0, 1.0], got text 'x'"),
+        ("SELECT * FROM near_dups_among('t')", "near_dups_among[argument]: pairs table or view name is required, got no argument"),
+        ("SELECT * FROM near_dups_among('t', 'nope')", "near_dups_among[argument]: pairs must be the name of a table or view, got 'nope'"),
+        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among[argument]: pairs must have columns a, b (pairs) or band, key, id (keys), got 'q' with columns a, c"),
+        ("SELECT * FROM near_dups_among('t', 'kx')", "near_dups_among[argument]: pairs in 'kx' must join ids of 't', got id 3"),
+        ("SELECT * FROM near_dups_among('t', 'ky')", "near_dups_among[argument]: key in 'ky' must be an integer, got text 'k'"),
+        ("SELECT * FROM near_dups_among('p', 't')", "near_dups_among[argument]: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'p'"),
+        ("SELECT * FROM near_dups_among('t', 'p')", "near_dups_among[argument]: pairs in 'p' must join ids of 't', got id 3"),
+        ("SELECT * FROM near_dups_among('t', 'n')", "near_dups_among[argument]: b in 'n' must be an integer, got NULL"),
+        ("SELECT * FROM near_dups_among('d', 'n')", "near_dups_among[argument]: id in 'd' must be unique, got id 1 twice"),
     ] {
         assert_eq!(err(&db, sql), message, "{sql}");
     }
@@ -786,28 +787,28 @@ fn sketch_functions_give_hand_checked_values_and_clear_errors() {
             &db,
             "SELECT minhash_jaccard(minhash('a b c'), minhash('a b c', 64))"
         ),
-        "minhash_jaccard: signatures must have the same shingles and size, got signatures differ \
+        "minhash_jaccard[argument]: signatures must have the same shingles and size, got signatures differ \
          (char 5-grams, 128 permutations vs char 5-grams, 64 permutations)"
     );
     assert_eq!(
         err(&db, "SELECT minhash('x', 0)"),
-        "minhash: num_perm must be an integer in [1, 4096], got integer 0"
+        "minhash[argument]: num_perm must be an integer in [1, 4096], got integer 0"
     );
     assert_eq!(
         err(&db, "SELECT minhash('x', 16, 'line')"),
-        "minhash: shingle kind must be 'word' or 'char', got 'line'"
+        "minhash[argument]: shingle kind must be 'word' or 'char', got 'line'"
     );
     assert_eq!(
         err(&db, "SELECT hamming_distance('a', 1)"),
-        "hamming_distance: arguments must be INTEGER simhashes, got text 'a'"
+        "hamming_distance[argument]: arguments must be INTEGER simhashes, got text 'a'"
     );
     assert_eq!(
         err(&db, "SELECT * FROM lsh_bands(minhash('x', 8), 3, 3)"),
-        "lsh_bands: bands * rows must be at most the signature's 8 values, got 3 * 3"
+        "lsh_bands[argument]: bands * rows must be at most the signature's 8 values, got 3 * 3"
     );
     assert_eq!(
         err(&db, "SELECT * FROM lsh_bands(x'00', 2)"),
-        "lsh_bands: not a minhash signature, got blob of 1 bytes"
+        "lsh_bands[argument]: not a minhash signature, got blob of 1 bytes"
     );
 }
 

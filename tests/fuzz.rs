@@ -260,7 +260,7 @@ fn check(
                 ));
             }
             let documented =
-                message.starts_with(&format!("{name}: ")) && message.contains(", got ");
+                message.starts_with(&format!("{name}[argument]: ")) && message.contains(", got ");
             // ("constraint failed" alone is what SQLite says when it dropped
             // a function's message: a failure here.)
             let sqlite_own =
@@ -501,7 +501,8 @@ fn tables(db: &Connection, rng: &mut Rng, failures: &mut Vec<String>) {
         let outcome = db.query_row(sql, params_from_iter(&params), |r| r.get::<_, Value>(0));
         if let Err(e) = &outcome {
             let m = e.to_string();
-            let ok = (m.starts_with(&format!("{name}: ")) || m.starts_with("minhash: "))
+            let ok = (m.starts_with(&format!("{name}[argument]: "))
+                || m.starts_with("minhash[argument]: "))
                 && m.contains(", got ");
             if m.contains("internal error") || m.contains('\0') || !ok {
                 failures.push(format!("{name}: {m}"));

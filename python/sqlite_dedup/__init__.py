@@ -10,7 +10,7 @@ import json
 import os
 
 __all__ = ["loadable_path", "load", "run", "restore", "explain", "similar", "dedup", "fix_urls", "stats",
-           "ExtensionLoadError"]
+           "ExtensionLoadError", "error_code"]
 __version__ = "0.2.0"
 
 
@@ -21,6 +21,7 @@ class DedupError(ValueError):
 
 from ._loader import ExtensionLoadError, load, loadable_path  # noqa: E402 (the package's API)
 from ._pages import dedup  # noqa: E402
+from ._errors import error_code  # noqa: E402
 from ._sql import quoted as _quoted  # noqa: E402
 from . import _fix_urls, _phases  # noqa: E402,F401 (_phases: the phases, for the layers)
 

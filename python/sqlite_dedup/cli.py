@@ -401,7 +401,7 @@ def main(argv=None):
         return 130
     except Exception as e:  # sqlite3.Error, apsw.Error: the message says what is wrong
         message = str(e)
-        if " not found, got " in message and " in this database (set the table name" in message:
+        if sqlite_dedup.error_code(e) == "no_table":
             message += " (from this command: --table NAME)"
         print(f"sqlite-dedup: {message}", file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@
 //! Reference: the Arrow columnar format
 //! (arrow.apache.org/docs/format/Columnar.html): validity bitmaps, 32-bit
 //! offsets, buffers aligned to 8 bytes.
+use crate::core::invalid::Invalid;
 
 /// What a column holds, and so its Arrow type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +107,7 @@ impl Column {
     }
 
     /// Appends an integer; an error says why it does not fit the column.
-    pub fn push_int(&mut self, v: i64) -> Result<(), String> {
+    pub fn push_int(&mut self, v: i64) -> Result<(), Invalid> {
         match self.kind {
             Kind::Int64 => self.data.extend_from_slice(&v.to_le_bytes()),
             Kind::Int32 => {
@@ -115,7 +116,10 @@ impl Column {
                 self.data.extend_from_slice(&v.to_le_bytes());
             }
             Kind::Utf8 | Kind::Binary => {
-                return Err(format!("an integer ({v}) in a column of {:?}", self.kind))
+                return Err(Invalid::from(format!(
+                    "an integer ({v}) in a column of {:?}",
+                    self.kind
+                )))
             }
         }
         self.mark(true);
@@ -123,14 +127,17 @@ impl Column {
     }
 
     /// Appends text (Utf8: must be UTF-8) or bytes (Binary).
-    pub fn push_bytes(&mut self, b: &[u8]) -> Result<(), String> {
+    pub fn push_bytes(&mut self, b: &[u8]) -> Result<(), Invalid> {
         match self.kind {
             Kind::Utf8 if std::str::from_utf8(b).is_err() => {
                 return Err("text that is not valid UTF-8".into())
             }
             Kind::Utf8 | Kind::Binary => {}
             Kind::Int64 | Kind::Int32 => {
-                return Err(format!("text or bytes in a column of {:?}", self.kind))
+                return Err(Invalid::from(format!(
+                    "text or bytes in a column of {:?}",
+                    self.kind
+                )))
             }
         }
         let end = i32::try_from(self.data.len() + b.len()).map_err(|_| {
@@ -157,14 +164,14 @@ fn put_buffer(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// One batch of `columns` (all of the same length) as a byte string in the
 /// format above; an error when the lengths differ.
-pub fn encode(columns: &[Column]) -> Result<Vec<u8>, String> {
+pub fn encode(columns: &[Column]) -> Result<Vec<u8>, Invalid> {
     let rows = columns.first().map_or(0, Column::len);
     if let Some(c) = columns.iter().find(|c| c.len() != rows) {
-        return Err(format!(
+        return Err(Invalid::from(format!(
             "column {} has {} rows, the first {rows}",
             c.name,
             c.len()
-        ));
+        )));
     }
     let size: usize = columns
         .iter()
@@ -276,12 +283,13 @@ impl<'a> ColumnView<'a> {
 /// The rows and columns of a batch in the format above, each column's
 /// buffers checked against the rows (offsets in order and within the data);
 /// an error says what is wrong.
-pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
+pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), Invalid> {
     let mut at = 0usize;
-    let u64_at = |at: usize| -> Result<u64, String> {
+    let u64_at = |at: usize| -> Result<u64, Invalid> {
         blob.get(at..at + 8)
             .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
             .ok_or_else(|| "the batch ends early".to_string())
+            .map_err(Invalid::from)
     };
     if blob.get(..8) != Some(b"DDARROW1") {
         return Err("not a batch of Arrow columns (no DDARROW1 header)".into());
@@ -289,7 +297,7 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
     let rows = usize::try_from(u64_at(8)?).map_err(|_| "too many rows".to_string())?;
     let count = u64_at(16)?;
     at += 24;
-    let take = |at: &mut usize| -> Result<&[u8], String> {
+    let take = |at: &mut usize| -> Result<&[u8], Invalid> {
         let size = usize::try_from(u64_at(*at)?).map_err(|_| "a buffer too large".to_string())?;
         let start = *at + 8;
         let end = start.checked_add(size).ok_or("a buffer too large")?;
@@ -305,7 +313,11 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
             2 => Kind::Int32,
             3 => Kind::Utf8,
             4 => Kind::Binary,
-            k => return Err(format!("column {name} has an unknown kind {k}")),
+            k => {
+                return Err(Invalid::from(format!(
+                    "column {name} has an unknown kind {k}"
+                )))
+            }
         };
         at += 8;
         let validity = take(&mut at)?;
@@ -317,21 +329,27 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
         let data = take(&mut at)?;
         let bad = |why: &str| format!("column {name}: {why}");
         if !validity.is_empty() && validity.len() < rows.div_ceil(8) {
-            return Err(bad("its validity is shorter than its rows"));
+            return Err(Invalid::from(bad("its validity is shorter than its rows")));
         }
         // (Sizes from the batch's own numbers: a count near 2^61 must not
         // wrap when multiplied, so each product is checked.)
         let bytes = |width: usize, n: Option<usize>| n.and_then(|n| n.checked_mul(width));
         match kind {
             Kind::Int64 if bytes(8, Some(rows)).is_none_or(|b| data.len() < b) => {
-                return Err(bad(&format!("fewer values than rows ({rows} rows)")))
+                return Err(Invalid::from(bad(&format!(
+                    "fewer values than rows ({rows} rows)"
+                ))))
             }
             Kind::Int32 if bytes(4, Some(rows)).is_none_or(|b| data.len() < b) => {
-                return Err(bad(&format!("fewer values than rows ({rows} rows)")))
+                return Err(Invalid::from(bad(&format!(
+                    "fewer values than rows ({rows} rows)"
+                ))))
             }
             Kind::Utf8 | Kind::Binary => {
                 if bytes(4, rows.checked_add(1)).is_none_or(|b| offsets.len() < b) {
-                    return Err(bad(&format!("fewer offsets than rows ({rows} rows)")));
+                    return Err(Invalid::from(bad(&format!(
+                        "fewer offsets than rows ({rows} rows)"
+                    ))));
                 }
                 let mut last = 0i64;
                 for k in 0..=rows {
@@ -339,7 +357,9 @@ pub fn decode(blob: &[u8]) -> Result<(usize, Vec<ColumnView<'_>>), String> {
                         offsets[4 * k..4 * k + 4].try_into().expect("4 bytes"),
                     ));
                     if o < last || o as usize > data.len() || (k == 0 && o != 0) {
-                        return Err(bad("its offsets are out of order or past its data"));
+                        return Err(Invalid::from(bad(
+                            "its offsets are out of order or past its data",
+                        )));
                     }
                     last = o;
                 }
@@ -406,16 +426,21 @@ mod tests {
     #[test]
     fn values_that_do_not_fit_are_refused() {
         let mut c = Column::new("n", Kind::Int32);
-        assert!(c.push_int(1 << 40).unwrap_err().contains("32-bit"));
+        assert!(c.push_int(1 << 40).unwrap_err().as_str().contains("32-bit"));
         assert!(c.push_bytes(b"x").is_err());
         let mut t = Column::new("t", Kind::Utf8);
-        assert!(t.push_bytes(&[0xff]).unwrap_err().contains("UTF-8"));
+        assert!(t
+            .push_bytes(&[0xff])
+            .unwrap_err()
+            .as_str()
+            .contains("UTF-8"));
         assert!(t.push_int(3).is_err());
         assert!(Column::new("b", Kind::Binary).push_bytes(&[0xff]).is_ok());
         let mut short = Column::new("s", Kind::Int64);
         short.push_null();
         assert!(encode(&[Column::new("e", Kind::Int64), short])
             .unwrap_err()
+            .as_str()
             .contains("column s"));
     }
 
@@ -465,7 +490,10 @@ mod tests {
         assert_eq!(cols[1].cell(3), Cell::Text(b""));
         assert_eq!(cols[2].cell(2), Cell::Blob(&[2, 0xff]));
         assert!(decode(&blob[..blob.len() - 8]).is_err());
-        assert!(decode(b"nonsense").unwrap_err().contains("DDARROW1"));
+        assert!(decode(b"nonsense")
+            .unwrap_err()
+            .as_str()
+            .contains("DDARROW1"));
     }
 
     #[test]
@@ -483,7 +511,7 @@ mod tests {
                 blob[8..16].copy_from_slice(&rows.to_le_bytes());
                 let e = decode(&blob).map(|_| ()).unwrap_err();
                 assert!(
-                    e.contains("rows") || e.contains("too many"),
+                    e.as_str().contains("rows") || e.as_str().contains("too many"),
                     "{kind:?} {rows}: {e}"
                 );
             }

@@ -9,6 +9,7 @@ pub mod election;
 pub mod halt;
 pub mod hash;
 pub mod html;
+pub mod invalid;
 pub mod lcs;
 pub mod lsh_prune;
 pub mod near_dups;

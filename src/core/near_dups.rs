@@ -23,6 +23,7 @@
 //! on its own outputs (`../shared/corpus/`), with python-Levenshtein's
 //! `ratio` as the measure.
 
+use crate::core::invalid::Invalid;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -214,14 +215,16 @@ impl Prepared {
 }
 
 /// Checks the scan parameters, with the messages the SQL layer reports.
-pub fn validate(threshold: f64, distance: i64) -> Result<(), String> {
+pub fn validate(threshold: f64, distance: i64) -> Result<(), Invalid> {
     if !(0.0..=1.0).contains(&threshold) {
-        return Err(format!("threshold must be in [0.0, 1.0], got {threshold}"));
+        return Err(Invalid::from(format!(
+            "threshold must be in [0.0, 1.0], got {threshold}"
+        )));
     }
     if distance < 0 {
-        return Err(format!(
+        return Err(Invalid::from(format!(
             "distance must be a non-negative integer, got {distance}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -645,11 +648,11 @@ pub(crate) mod tests {
     #[test]
     fn validation_messages() {
         assert_eq!(
-            validate(1.5, 3).unwrap_err(),
+            validate(1.5, 3).unwrap_err().as_str(),
             "threshold must be in [0.0, 1.0], got 1.5"
         );
         assert_eq!(
-            validate(0.5, -1).unwrap_err(),
+            validate(0.5, -1).unwrap_err().as_str(),
             "distance must be a non-negative integer, got -1"
         );
         assert!(validate(1.0, 0).is_ok());

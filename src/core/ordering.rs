@@ -17,6 +17,7 @@
 //! Reference: SQLite's `ORDER BY` (lang_select.html#orderby), its
 //! collating sequences (datatype3.html#collation) and `displayP4` in
 //! vdbeaux.c, which prints the key description.
+use crate::core::invalid::Invalid;
 
 /// How SQLite compares the text values of one term.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub struct TermOrder {
 /// The terms of a key description as `EXPLAIN` prints it in `p4`, such as
 /// `k(3,-N.NOCASE,B,RTRIM)`; an error names what it cannot take (a
 /// collation other than the three built-ins, or text of another shape).
-pub fn parse_key_info(p4: &str) -> Result<Vec<TermOrder>, String> {
+pub fn parse_key_info(p4: &str) -> Result<Vec<TermOrder>, Invalid> {
     let inner = p4
         .strip_prefix("k(")
         .and_then(|s| s.strip_suffix(')'))
@@ -68,7 +69,7 @@ pub fn parse_key_info(p4: &str) -> Result<Vec<TermOrder>, String> {
                 "" | "B" | "BINARY" => Collation::Binary,
                 "NOCASE" => Collation::NoCase,
                 "RTRIM" => Collation::RTrim,
-                _ => return Err(format!("collation {name}")),
+                _ => return Err(Invalid::new(format!("collation {name}"))),
             };
             Ok(TermOrder {
                 desc,
@@ -76,9 +77,9 @@ pub fn parse_key_info(p4: &str) -> Result<Vec<TermOrder>, String> {
                 collation,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Invalid>>()?;
     if terms.len() != count {
-        return Err(format!("not a key description: {p4}"));
+        return Err(Invalid::from(format!("not a key description: {p4}")));
     }
     Ok(terms)
 }
@@ -247,7 +248,7 @@ mod tests {
         );
         assert_eq!(parse_key_info("k(1,)").unwrap(), vec![order(false, false)]);
         assert_eq!(
-            parse_key_info("k(1,-MYCOLL)").unwrap_err(),
+            parse_key_info("k(1,-MYCOLL)").unwrap_err().as_str(),
             "collation MYCOLL"
         );
         assert!(parse_key_info("k(2,B)").is_err());

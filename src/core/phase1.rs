@@ -34,6 +34,7 @@
 //! Reference: the reference pipeline's `prepare` (parsed, content hash and
 //! length of `title + "\n\n" + content`) and its `canonicalize_url`.
 
+use crate::core::invalid::Invalid;
 use std::sync::Arc;
 
 use super::halt::Halt;
@@ -230,7 +231,7 @@ impl Rules {
         strict_options: Option<&str>,
         reference: bool,
         strip: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Invalid> {
         let options = Arc::new(UrlOptions::parse(url_options)?);
         let strict = match strict_options {
             Some(s) => Some((s.to_string(), Arc::new(UrlOptions::parse(s)?))),
@@ -256,7 +257,7 @@ impl Rules {
     pub fn options_for(
         &mut self,
         learned: &str,
-    ) -> Result<(Arc<UrlOptions>, Option<Arc<UrlOptions>>), String> {
+    ) -> Result<(Arc<UrlOptions>, Option<Arc<UrlOptions>>), Invalid> {
         if learned.is_empty() {
             return Ok((
                 self.options.clone(),
@@ -345,7 +346,9 @@ pub fn prepare(
     match row.url.text() {
         None => discard_reason = Some("unparseable: NULL url".to_string()),
         Some(url) => {
-            let (options, strict) = rules.options_for(learned).map_err(Failure::InvalidText)?;
+            let (options, strict) = rules
+                .options_for(learned)
+                .map_err(|e| Failure::InvalidText(e.to_string()))?;
             match canonicalize(url, &options) {
                 Ok(c) => {
                     canonical_url = Some(c.url);

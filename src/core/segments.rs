@@ -23,6 +23,7 @@
 //! Reference: trafilatura's element-level deduplication of repeated
 //! segments across a site's pages (its `duplicate_test`).
 
+use crate::core::invalid::Invalid;
 use sha1::{Digest, Sha1};
 
 /// One segment of a text.
@@ -98,7 +99,7 @@ pub fn strip_found(found: &[Segment<'_>], is_chrome: impl Fn(i64) -> bool) -> Op
 
 /// A set of segment hashes written as a JSON array of integers
 /// (`[1, -2]`, as `json_group_array(hash)` makes it), sorted for lookup.
-pub fn parse_hashes(list: &str) -> Result<Vec<i64>, String> {
+pub fn parse_hashes(list: &str) -> Result<Vec<i64>, Invalid> {
     let inner = list
         .trim()
         .strip_prefix('[')
@@ -110,9 +111,9 @@ pub fn parse_hashes(list: &str) -> Result<Vec<i64>, String> {
         .filter(|h| !h.is_empty())
         .map(|h| {
             h.parse::<i64>()
-                .map_err(|_| "hashes must be a JSON array of integers".to_string())
+                .map_err(|_| Invalid::new("hashes must be a JSON array of integers"))
         })
-        .collect::<Result<Vec<i64>, String>>()?;
+        .collect::<Result<Vec<i64>, Invalid>>()?;
     hashes.sort_unstable();
     Ok(hashes)
 }

@@ -15,6 +15,7 @@
 //! banding), M. Charikar's SimHash (2002) as trafilatura uses it.
 
 use crate::core::halt::{never, Halt};
+use crate::core::invalid::Invalid;
 use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt};
 
 /// What a shingle is made of.
@@ -59,7 +60,7 @@ pub struct Shingling {
 
 impl Shingling {
     /// Parses `word` / `char` (or `w` / `c`) and a size in 1..=64.
-    pub fn new(kind: &str, n: i64) -> Result<Self, String> {
+    pub fn new(kind: &str, n: i64) -> Result<Self, Invalid> {
         let Some(kind) = ShingleKind::from_word(kind) else {
             return Err("shingle kind must be 'word' or 'char'".into());
         };
@@ -266,7 +267,7 @@ pub struct Signature<'a> {
 
 impl<'a> Signature<'a> {
     /// Checks a BLOB made by [`MinHasher::to_blob`].
-    pub fn parse(blob: &'a [u8]) -> Result<Self, String> {
+    pub fn parse(blob: &'a [u8]) -> Result<Self, Invalid> {
         if blob.len() < HEADER + 4
             || &blob[..3] != b"MH\x01"
             || !(blob.len() - HEADER).is_multiple_of(4)
@@ -305,13 +306,13 @@ impl<'a> Signature<'a> {
 
     /// Estimated Jaccard similarity: the fraction of equal values. Errors
     /// when the signatures were made with different shingles or sizes.
-    pub fn jaccard(&self, other: &Signature<'_>) -> Result<f64, String> {
+    pub fn jaccard(&self, other: &Signature<'_>) -> Result<f64, Invalid> {
         if self.header != other.header || self.values.len() != other.values.len() {
-            return Err(format!(
+            return Err(Invalid::from(format!(
                 "signatures differ ({} vs {})",
                 self.describe(),
                 other.describe()
-            ));
+            )));
         }
         let equal = self
             .values

@@ -520,7 +520,7 @@ mod tests {
         );
         assert!(UrlOptions::parse("ignore=").unwrap().ignore.is_empty());
         assert_eq!(
-            UrlOptions::parse("bogus").unwrap_err(),
+            UrlOptions::parse("bogus").unwrap_err().to_string(),
             format!("unknown option 'bogus' (known: {OPTION_WORDS})")
         );
     }

@@ -6,6 +6,7 @@
 //!
 //! Reference: the reference pipeline's ignore and keep lists, copied as
 //! they are.
+use crate::core::invalid::Invalid;
 
 /// The reference's ignore list: URLs containing one of these are dropped.
 pub const DEFAULT_IGNORE: &[&str] = &[
@@ -110,7 +111,7 @@ pub const OPTION_WORDS: &str = "reference, keep_params, discard_params, strip_ww
 impl UrlOptions {
     /// Parses an option string: comma-separated words from [`OPTION_WORDS`].
     /// `name=a|b` replaces a list, `name+=a|b` extends it, `name=` empties it.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, Invalid> {
         let mut opts = UrlOptions::default();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match item {
@@ -125,14 +126,18 @@ impl UrlOptions {
                     } else if let Some((n, v)) = item.split_once('=') {
                         (n.trim(), v, false)
                     } else {
-                        return Err(format!("unknown option '{item}' (known: {OPTION_WORDS})"));
+                        return Err(Invalid::from(format!(
+                            "unknown option '{item}' (known: {OPTION_WORDS})"
+                        )));
                     };
                     let list = match name {
                         "ignore" => &mut opts.ignore,
                         "keep" => &mut opts.keep,
                         "tracking" => &mut opts.tracking,
                         _ => {
-                            return Err(format!("unknown option '{item}' (known: {OPTION_WORDS})"))
+                            return Err(Invalid::from(format!(
+                                "unknown option '{item}' (known: {OPTION_WORDS})"
+                            )))
                         }
                     };
                     if !extend {

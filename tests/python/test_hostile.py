@@ -330,10 +330,10 @@ def test_error_messages_escape_nul_and_stay_short():
     assert rc == 0, err
     messages = json.loads(out)
     cutoff = messages["SELECT lev_ratio('a', 'b', ?)"]
-    assert cutoff.startswith("lev_ratio: score_cutoff must be a number, got text 'x\\u{0}yx\\u{0}y"), cutoff
+    assert cutoff.startswith("lev_ratio[argument]: score_cutoff must be a number, got text 'x\\u{0}yx\\u{0}y"), cutoff
     assert len(cutoff) < 400
     option = messages["SELECT canonical_url('http://x.org', ?)"]
-    assert option.startswith("canonical_url: unknown option 'bogus\\u{0}z") and len(option) < 1000, option[:300]
+    assert option.startswith("canonical_url[argument]: unknown option 'bogus\\u{0}z") and len(option) < 1000, option[:300]
 
 
 def test_a_bad_row_of_a_scan_is_named():
@@ -350,8 +350,8 @@ def test_a_bad_row_of_a_scan_is_named():
     rc, out, err = host(code)
     assert rc == 0, err
     lines = out.splitlines()
-    assert lines[0] == "near_dups: id in 't' must be an integer, got text 'two' in the row at pos integer 2"
-    assert lines[1] == "near_dups_among: id in 't' must be an integer, got text 'two' in the row at pos 2"
+    assert lines[0] == "near_dups[argument]: id in 't' must be an integer, got text 'two' in the row at pos integer 2"
+    assert lines[1] == "near_dups_among[argument]: id in 't' must be an integer, got text 'two' in the row at pos 2"
 
 
 def test_url_parameters_cost_n_log_n():

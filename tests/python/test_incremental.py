@@ -445,7 +445,7 @@ def test_after_a_restore_the_next_run_is_full_and_right(tmp_path):
 
 def test_a_bad_full_value_is_refused(tmp_path):
     db, conn = demo_copy(tmp_path)
-    with pytest.raises(sqlite3.OperationalError, match=r"dedup: full must be true or false \(1 or 0\), got 'yes'"):
+    with pytest.raises(sqlite3.OperationalError, match=r"dedup\[setting\]: full must be true or false \(1 or 0\), got 'yes'"):
         conn.execute("""SELECT dedup_run('{"full": "yes"}')""").fetchone()
 
 

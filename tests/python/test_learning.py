@@ -202,7 +202,7 @@ def test_dupe_probability(tmp_path):
     assert one("https://elsewhere.example/x") is None
     assert one("mailto:someone@example.com") is None
     assert one(None) is None
-    with pytest.raises(sqlite3.OperationalError, match=r"dupe_probability: url must be TEXT, got"):
+    with pytest.raises(sqlite3.OperationalError, match=r"dupe_probability\[argument\]: url must be TEXT, got"):
         conn.execute("SELECT dupe_probability(x'00')").fetchone()
 
 
@@ -488,7 +488,7 @@ def test_bad_settings_are_named(tmp_path):
         with pytest.raises(sqlite3.OperationalError, match=re_escape(message)):
             conn.execute("SELECT dedup_run(?)", (json.dumps(settings),)).fetchone()
     assert conn.execute("SELECT count(*) FROM pages").fetchone()[0] == 3
-    with pytest.raises(sqlite3.OperationalError, match=re_escape("url_rule_params: min_probability must be in")):
+    with pytest.raises(sqlite3.OperationalError, match=re_escape("url_rule_params[argument]: min_probability must be in")):
         conn.execute("SELECT url_rule_params('https://a.example/?x=1', 5)").fetchone()
 
 

@@ -407,7 +407,7 @@ asyncio.run(main())
     # the message names the function and where to run it instead.
     assert lines[1] == "400"
     error = json.dumps(json.loads(lines[2]))
-    assert "dedup_run: the database is readonly" in error and "sqlite-dedup run DB" in error, error
+    assert "dedup_run[state]: the database is readonly" in error and "sqlite-dedup run DB" in error, error
     # The review page: every removed row of the run (test_review.py drives it in a browser).
     assert lines[3] == "200 355 False", lines[3]
     # Each removed page links to its row of dedup_why.

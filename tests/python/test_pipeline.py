@@ -283,22 +283,22 @@ def test_a_run_leaves_the_connections_own_limits_as_it_found_them(tmp_path):
 
 
 @pytest.mark.parametrize("setup,message", [
-    ("DROP TABLE pages", "dedup: table 'pages' not found"),
-    ("ALTER TABLE pages DROP COLUMN url", "dedup: 'pages' lacks required column(s), got none named url"),
-    ("INSERT INTO dedup_settings VALUES ('threshold', 1.5)", "dedup: threshold must be in [0.0, 1.0], got 1.5"),
-    ("INSERT INTO dedup_settings VALUES ('distance', -1)", "dedup: distance must be an integer >= 1"),
-    ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup: n_min must be a non-negative integer, got 'x'"),
+    ("DROP TABLE pages", "dedup[no_table]: table 'pages' not found"),
+    ("ALTER TABLE pages DROP COLUMN url", "dedup[table]: 'pages' lacks required column(s), got none named url"),
+    ("INSERT INTO dedup_settings VALUES ('threshold', 1.5)", "dedup[setting]: threshold must be in [0.0, 1.0], got 1.5"),
+    ("INSERT INTO dedup_settings VALUES ('distance', -1)", "dedup[setting]: distance must be an integer >= 1"),
+    ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup[setting]: n_min must be a non-negative integer, got 'x'"),
     ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)",
-     "dedup: unknown setting in dedup_settings, got 'treshold' (did you mean threshold?) (known: threshold, distance,"),
-    ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "dedup: url_options: unknown option 'bogus'"),
-    ("INSERT INTO dedup_settings VALUES ('near_mode', 'LSH')", "dedup: near_mode must be 'window' or 'lsh', got 'LSH'"),
+     "dedup[setting]: unknown setting in dedup_settings, got 'treshold' (did you mean threshold?) (known: threshold, distance,"),
+    ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "dedup[setting]: url_options: unknown option 'bogus'"),
+    ("INSERT INTO dedup_settings VALUES ('near_mode', 'LSH')", "dedup[setting]: near_mode must be 'window' or 'lsh', got 'LSH'"),
     ("INSERT INTO dedup_settings VALUES ('lsh_bands', 0)",
-     "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 0 and 4"),
+     "dedup[setting]: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 0 and 4"),
     ("INSERT INTO dedup_settings VALUES ('lsh_rows', 2000)",
-     "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"),
+     "dedup[setting]: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"),
     ("DROP TABLE dedup_settings; CREATE TABLE dedup_settings (key, value);"
      "INSERT INTO dedup_settings VALUES ('threshold', 0.9), ('n_min', 2), ('threshold', 0.5)",
-     "dedup: dedup_settings must hold each key once, got 'threshold' twice"),
+     "dedup[setting]: dedup_settings must hold each key once, got 'threshold' twice"),
 ])
 def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message):
     db = P.copy_corpus(tmp_path)
@@ -318,9 +318,9 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(tmp_path, setup, message
 
 @pytest.mark.parametrize("statement, message", [
     ("""SELECT dedup_run('{"Threshold": 0.8}');""",
-     "dedup_run: unknown setting in the settings argument, got 'Threshold' (did you mean threshold?) (known: "),
+     "dedup_run[setting]: unknown setting in the settings argument, got 'Threshold' (did you mean threshold?) (known: "),
     ("""SELECT dedup_plan('{"n_min": 2, "nearmode": "lsh", "speed": 9}');""",
-     "dedup_plan: unknown setting in the settings argument, got 'nearmode' (did you mean near_mode?), 'speed' "
+     "dedup_plan[setting]: unknown setting in the settings argument, got 'nearmode' (did you mean near_mode?), 'speed' "
      "(known: "),
 ])
 def test_an_unknown_setting_is_named_where_it_was_given(tmp_path, statement, message):

@@ -93,7 +93,7 @@ def test_a_second_run_after_a_schema_change_archives_the_new_column(db):
 
 def test_restore_with_nothing_to_undo_says_so(db):
     out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
-    assert out.returncode == 1 and "dedup_restore: nothing to undo" in out.stderr, out
+    assert out.returncode == 1 and "dedup_restore[state]: nothing to undo" in out.stderr, out
     P.connect(db).execute("SELECT dedup_run()").fetchone()
     P.connect(db).execute("SELECT dedup_restore()").fetchone()
     out = shell(db, ".read " + os.path.join(P.ROOT, "sql", "restore.sql"))
@@ -142,7 +142,7 @@ def test_a_restore_the_table_refuses_names_the_first_row_refused(db, tmp_path, c
     before = fingerprint(db)
     out = shell(db, "SELECT dedup_restore();")
     assert out.returncode == 1, out
-    assert (f"dedup_restore: putting the rows of run 1 back failed, nothing was changed: {said} "
+    assert (f"dedup_restore[blocked]: putting the rows of run 1 back failed, nothing was changed: {said} "
             f"(the first row refused: rowid {rowid}, \"url\" '{url[:60]}") in out.stderr, out.stderr
     assert fingerprint(db) == before
 
@@ -159,7 +159,7 @@ def test_a_restore_a_trigger_rolls_back_is_not_retried_row_by_row(db):
     for statements in (["SELECT dedup_restore();"], ["BEGIN;", "SELECT dedup_restore();", "COMMIT;"]):
         out = shell(db, *statements)
         assert out.returncode == 1, out
-        assert ("dedup_restore: putting the rows of run 1 back failed, nothing was changed: no wayback copies"
+        assert ("dedup_restore[blocked]: putting the rows of run 1 back failed, nothing was changed: no wayback copies"
                 in out.stderr and "first row refused" not in out.stderr), out.stderr
         assert fingerprint(db) == before
 
@@ -178,7 +178,7 @@ def test_a_restore_the_table_refuses_names_the_first_survivor_refused(db):
     before = fingerprint(db)
     out = shell(db, "SELECT dedup_restore();")
     assert out.returncode == 1, out
-    assert ('dedup_restore: restoring column "url" of the survivors failed, nothing was changed: no tracking '
+    assert ('dedup_restore[blocked]: restoring column "url" of the survivors failed, nothing was changed: no tracking '
             f"(the first survivor refused: rowid {old[0][0]}, its old value '{old[0][1][:60]}") in out.stderr, out.stderr
     assert fingerprint(db) == before
 
@@ -196,8 +196,8 @@ KEEP = "CREATE TABLE keep (x); INSERT INTO keep VALUES (1);"
     # Restore reads a table name from dedup_runs and only ever uses it quoted.
     ("CREATE TABLE dedup_runs (run, settings); "
      "INSERT INTO dedup_runs VALUES (1, '{\"table\": \"keep\\\"; DROP TABLE keep; --\"}')",
-     "dedup: dedup_runs is not the table this extension creates, got CREATE TABLE dedup_runs (run, settings)",
-     "dedup: table 'keep\"; DROP TABLE keep; --' not found"),
+     "dedup[own]: dedup_runs is not the table this extension creates, got CREATE TABLE dedup_runs (run, settings)",
+     "dedup[no_table]: table 'keep\"; DROP TABLE keep; --' not found"),
     ("CREATE VIEW dedup_removed AS SELECT 1 AS dedup_rowid",
      "dedup_removed must be a table this extension created, got a view", "nothing to undo"),
 ])
@@ -325,7 +325,7 @@ def test_a_virtual_table_is_refused_as_such_before_anything_runs(tmp_path, creat
         assert out.returncode == 1, out
         fix = ('CREATE TABLE "pages_rows" AS SELECT * FROM "pages"; '
                """SELECT dedup_run('{"table": "pages_rows"}')""")
-        assert (f"dedup: 'pages' must be an ordinary table, got a virtual table (USING {module}) "
+        assert (f"dedup[table]: 'pages' must be an ordinary table, got a virtual table (USING {module}) "
                 "(a run deletes rows and keeps them in dedup_removed: copy the rows into a table and run on that, "
                 f"e.g. {fix})") in out.stderr, out
         assert fingerprint(db) == before
@@ -351,7 +351,7 @@ def test_a_table_outside_the_main_database_is_named_where_it_is(tmp_path, setup,
     sqlite3.connect(db).execute("CREATE TABLE kept (x)").connection.commit()
     before = fingerprint(db)
     out = shell(db, setup.format(other=other) + f"SELECT dedup_run('{{\"table\": \"{table}\"}}');")
-    assert out.returncode == 1 and "dedup: " + said in out.stderr, out
+    assert out.returncode == 1 and "dedup[no_table]: " + said in out.stderr, out
     assert fingerprint(db) == before
     if os.path.exists(other):
         assert [r[0] for r in sqlite3.connect(other).execute("SELECT name FROM sqlite_schema")] \
@@ -395,7 +395,7 @@ def test_a_table_not_found_is_refused_with_the_tables_there(tmp_path, tables, sa
     before = fingerprint(db)
     out = shell(db, "SELECT dedup_run();")
     assert out.returncode == 1, out
-    assert "dedup: table 'pages' not found, " + said + " (set the table name with" in out.stderr, out.stderr
+    assert "dedup[no_table]: table 'pages' not found, " + said + " (set the table name with" in out.stderr, out.stderr
     assert fingerprint(db) == before
 
 
@@ -433,7 +433,7 @@ def test_the_extensions_and_sqlites_own_tables_are_no_table_of_pages(tmp_path, a
     before = fingerprint(db)
     for function in ("dedup_run", "dedup_plan"):
         out = shell(db, f"SELECT {function}('{{\"table\": \"{table}\"}}');")
-        assert out.returncode == 1 and "dedup: " + said in out.stderr, out
+        assert out.returncode == 1 and ("dedup[no_table]: " if " not found" in said else "dedup[table]: ") + said in out.stderr, out
     assert fingerprint(db) == before
 
 

@@ -97,7 +97,7 @@ def test_a_response_is_stored_and_learned_from_or_neither(tmp_path):
             "c.execute('DELETE FROM dedup_settings'); c.commit()\n"
             "m.process_response(req, resp); print(counts())\n")
     out = printed(tmp_path, code, tmp_path / "crawl.db")
-    assert out == ["dedup: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
+    assert out == ["dedup[setting]: threshold must be in [0.0, 1.0], got 'high'", "[0, 0]", "[1, 1]"]
 
 
 def test_a_strangers_database_makes_the_scrapy_layer_do_no_more_than_its_triggers_could(tmp_path):

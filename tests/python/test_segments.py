@@ -28,13 +28,13 @@ def test_segments_and_their_hashes(tmp_path):
     assert got == [(i + 1, line, python_hash(line)) for i, line in enumerate(lines)]
     assert conn.execute("SELECT count(*) FROM segments('')").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM segments(NULL)").fetchone() == (0,)
-    with pytest.raises(sqlite3.OperationalError, match="segments: text must be TEXT, got"):
+    with pytest.raises(sqlite3.OperationalError, match=r"segments\[argument\]: text must be TEXT, got"):
         conn.execute("SELECT * FROM segments(x'41')").fetchall()
     chrome = json.dumps([python_hash("skip to main content"), python_hash("back to top")])
     assert conn.execute("SELECT strip_segments(?, ?)", (text, chrome)).fetchone()[0] == \
         "Заголовок   СТАТЬИ\nBody line one."
     assert conn.execute("SELECT strip_segments(?, '[]')", (text,)).fetchone()[0] == text
-    with pytest.raises(sqlite3.OperationalError, match="strip_segments: hashes must be a JSON array of integers"):
+    with pytest.raises(sqlite3.OperationalError, match=r"strip_segments\[argument\]: hashes must be a JSON array of integers"):
         conn.execute("SELECT strip_segments('a', '[1, \"x\"]')").fetchone()
 
 

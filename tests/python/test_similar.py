@@ -131,29 +131,29 @@ def test_inside_the_callers_transaction_only_the_page_is_taken_back(tmp_path):
 
 
 @pytest.mark.parametrize("sql, args, message", [
-    ("SELECT dedup_similar()", (), "dedup_similar: expected 1 to 4 arguments, got 0"),
-    ("SELECT dedup_similar(1, 'https://a.example/')", (), "dedup_similar: text must be TEXT, got integer 1"),
+    ("SELECT dedup_similar()", (), "dedup_similar[argument]: expected 1 to 4 arguments, got 0"),
+    ("SELECT dedup_similar(1, 'https://a.example/')", (), "dedup_similar[argument]: text must be TEXT, got integer 1"),
     ("SELECT dedup_similar('t', 'https://a.example/', '{\"treshold\": 0.8}')", (),
      "unknown setting in the settings argument, got 'treshold' (did you mean threshold?)"),
     ("SELECT dedup_similar('t', 'https://a.example/', NULL, '[1]')", (),
-     "dedup_similar: page must be a JSON object of the page's columns, got '[1]'"),
+     "dedup_similar[argument]: page must be a JSON object of the page's columns, got '[1]'"),
     ("SELECT dedup_similar('t', 'https://a.example/', NULL, '{\"nosuch\": 1}')", (),
-     "dedup_similar: page names a column \"pages\" does not have, got 'nosuch'"),
+     "dedup_similar[argument]: page names a column \"pages\" does not have, got 'nosuch'"),
     ("SELECT dedup_similar(content, url) FROM pages LIMIT 1", (),
-     "dedup_similar: must be a statement of its own with its arguments as values"),
-    ("SELECT * FROM dedup_similar()", (), "dedup_similar: text is required, got no argument"),
-    ("SELECT * FROM dedup_similar(1, 'https://a.example/')", (), "dedup_similar: text must be TEXT, got integer 1"),
+     "dedup_similar[state]: must be a statement of its own with its arguments as values"),
+    ("SELECT * FROM dedup_similar()", (), "dedup_similar[argument]: text is required, got no argument"),
+    ("SELECT * FROM dedup_similar(1, 'https://a.example/')", (), "dedup_similar[argument]: text must be TEXT, got integer 1"),
     ("SELECT * FROM dedup_similar('t', 'https://a.example/', '{\"treshold\": 0.8}')", (),
      "unknown setting in the settings argument, got 'treshold' (did you mean threshold?)"),
     ("SELECT * FROM dedup_similar('t', 'https://a.example/', NULL, '[1]')", (),
-     "dedup_similar: page must be a JSON object of the page's columns, got '[1]'"),
+     "dedup_similar[argument]: page must be a JSON object of the page's columns, got '[1]'"),
     # (Taking the plan back would abort the statement's read of pages.)
     ("SELECT s.* FROM pages AS p, dedup_similar(p.content, p.url) AS s", (),
-     "dedup_similar: must be a statement of its own with its arguments as values"),
+     "dedup_similar[state]: must be a statement of its own with its arguments as values"),
     ("SELECT * FROM dedup_similar((SELECT content FROM pages LIMIT 1), 'https://a.example/')", (),
-     "dedup_similar: must be a statement of its own with its arguments as values"),
+     "dedup_similar[state]: must be a statement of its own with its arguments as values"),
     ("INSERT INTO pages (url, content) SELECT url, reason FROM dedup_similar('t', 'https://a.example/user/')", (),
-     "dedup_similar: must be a statement of its own with its arguments as values"),
+     "dedup_similar[state]: must be a statement of its own with its arguments as values"),
 ])
 def test_bad_calls_are_named_and_change_nothing(tmp_path, sql, args, message):
     db, conn, pool = demo_part(tmp_path, random.Random(7), 100)

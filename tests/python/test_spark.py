@@ -752,7 +752,7 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
     assert sorted((r[1:] for r in got), key=repr) == sorted(view, key=repr)
     with pytest.raises(sqlite3.Error, match="rid bounds must be integers or NULL, got text 'a'"):
         conn.execute("SELECT dedup_rows_arrow('a', NULL)").fetchone()
-    with pytest.raises(sqlite3.Error, match="dedup_rows_arrow: expected 2 arguments, got 1"):
+    with pytest.raises(sqlite3.Error, match=r"dedup_rows_arrow\[argument\]: expected 2 arguments, got 1"):
         conn.execute("SELECT dedup_rows_arrow(1)").fetchone()
     fresh = P.connect(db)
     with pytest.raises(sqlite3.Error, match="no rows are prepared on this connection"):

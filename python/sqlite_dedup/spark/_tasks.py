@@ -80,7 +80,7 @@ def shard_extent(index, path, table):
         finally:
             conn.close()
     except sqlite3.Error as e:
-        raise shard_error(index, path, f"dedup: table {table!r} cannot be read: {e}") from None
+        raise shard_error(index, path, f"dedup[table]: table {table!r} cannot be read: {e}") from None
 
 
 def prepare_shard(index, path, settings_json, lo=None, hi=None, rules=None):

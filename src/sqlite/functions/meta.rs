@@ -1,4 +1,5 @@
-//! `dedup_version()`, `dedup_debug()` and `dedup_phases()`.
+//! `dedup_version()`, `dedup_debug()`, `dedup_phases()` and
+//! `dedup_error_codes()`.
 
 use rusqlite::{Connection, Result};
 
@@ -50,12 +51,31 @@ pub fn phases_json() -> String {
     format!("[{}]", phases.join(", "))
 }
 
-/// Registers `dedup_version()`, `dedup_debug()` and `dedup_phases()`.
+/// Every error code with its meaning, as a JSON array of
+/// `{"code", "meaning"}`: the codes a caller maps (`<function>[<code>]: …`).
+pub fn error_codes_json() -> String {
+    use crate::sqlite::ground::error::Code;
+    let rows: Vec<String> = Code::ALL
+        .iter()
+        .map(|c| {
+            format!(
+                "{{\"code\": \"{}\", \"meaning\": \"{}\"}}",
+                c.as_str(),
+                c.meaning()
+            )
+        })
+        .collect();
+    format!("[{}]", rows.join(", "))
+}
+
+/// Registers `dedup_version()`, `dedup_debug()`, `dedup_phases()` and
+/// `dedup_error_codes()`.
 pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_version", 0, PURE, |_| Ok(version()))?;
     db.create_scalar_function("dedup_debug", 0, PURE, |_| {
         Ok(debug_info(rusqlite::version()))
     })?;
     db.create_scalar_function("dedup_phases", 0, PURE, |_| Ok(phases_json()))?;
+    db.create_scalar_function("dedup_error_codes", 0, PURE, |_| Ok(error_codes_json()))?;
     Ok(())
 }

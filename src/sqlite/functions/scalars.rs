@@ -76,20 +76,20 @@ fn parse_url_options(
             ValueRef::Text(t) => {
                 let spec = std::str::from_utf8(t).map_err(|_| {
                     format!(
-                        "{function}: options are not valid UTF-8, got text of {} bytes",
+                        "{function}[argument]: options are not valid UTF-8, got text of {} bytes",
                         t.len()
                     )
                 })?;
                 UrlOptions::parse(spec).map_err(|e| {
                     format!(
-                        "{function}: {}, got '{}'",
-                        escape(&e, 200),
+                        "{function}[argument]: {}, got '{}'",
+                        escape(e.as_str(), 200),
                         escape(spec, 100)
                     )
                 })
             }
             other => Err(format!(
-                "{function}: options must be TEXT, got {}",
+                "{function}[argument]: options must be TEXT, got {}",
                 describe(other)
             )),
         }
@@ -322,13 +322,13 @@ pub fn register_scalars(db: &Connection) -> Result<()> {
                     ValueRef::Text(t) => {
                         std::str::from_utf8(t).map(Stopwords::parse).map_err(|_| {
                             format!(
-                                "{F}: stopwords are not valid UTF-8, got text of {} bytes",
+                                "{F}[argument]: stopwords are not valid UTF-8, got text of {} bytes",
                                 t.len()
                             )
                         })
                     }
                     other => Err(format!(
-                        "{F}: stopwords must be TEXT, got {}",
+                        "{F}[argument]: stopwords must be TEXT, got {}",
                         describe(other)
                     )),
                 }

@@ -19,10 +19,10 @@ pub fn register(db: &Connection) -> Result<()> {
                 ValueRef::Null => Ok(Vec::new()),
                 ValueRef::Text(t) => std::str::from_utf8(t)
                     .map_err(|_| "hashes are not valid UTF-8".to_string())
-                    .and_then(parse_hashes)
-                    .map_err(|e| format!("{NAME}: {e}, got {}", describe(v))),
+                    .and_then(|list| parse_hashes(list).map_err(|e| e.to_string()))
+                    .map_err(|e| format!("{NAME}[argument]: {e}, got {}", describe(v))),
                 other => Err(format!(
-                    "{NAME}: hashes must be a JSON array of integers, got {}",
+                    "{NAME}[argument]: hashes must be a JSON array of integers, got {}",
                     describe(other)
                 )),
             }

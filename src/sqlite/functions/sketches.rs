@@ -81,7 +81,7 @@ fn shingling_args(
         1..=64,
         default.1,
     )?;
-    Shingling::new(&kind, n).map_err(|e| user_error(function, &e, &format!("'{kind}'")))
+    Shingling::new(&kind, n).map_err(|e| user_error(function, e.as_str(), &format!("'{kind}'")))
 }
 
 fn signature_arg<'a>(
@@ -93,7 +93,7 @@ fn signature_arg<'a>(
         ValueRef::Null => Ok(None),
         ValueRef::Blob(b) => Signature::parse(b)
             .map(Some)
-            .map_err(|e| user_error(function, &e, &format!("blob of {} bytes", b.len()))),
+            .map_err(|e| user_error(function, e.as_str(), &format!("blob of {} bytes", b.len()))),
         other => Err(user_error(
             function,
             "not a minhash signature",
@@ -148,9 +148,13 @@ pub fn register(db: &Connection) -> Result<()> {
         let (Some(a), Some(b)) = (a, b) else {
             return Ok(None);
         };
-        a.jaccard(&b)
-            .map(Some)
-            .map_err(|e| user_error(F, "signatures must have the same shingles and size", &e))
+        a.jaccard(&b).map(Some).map_err(|e| {
+            user_error(
+                F,
+                "signatures must have the same shingles and size",
+                e.as_str(),
+            )
+        })
     })?;
 
     db.create_scalar_function("simhash", -1, PURE, |ctx| {

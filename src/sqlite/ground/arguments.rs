@@ -1,6 +1,6 @@
 //! A function's arguments checked and its errors worded, for every room of
 //! the bindings: the flags a registration takes ([`PURE`], [`WRITES`]),
-//! the error `<function>: <problem>, got <value>` of a scalar function
+//! the error `<function>[argument]: <problem>, got <value>` of a scalar function
 //! ([`user_error`]) and of a table-valued one ([`module_error`]), with the
 //! value described ([`describe`]), the argument count ([`check_arity`]),
 //! each argument as text or a number, and the interrupt poller of the
@@ -12,6 +12,7 @@ use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Error, Result};
 
+use crate::sqlite::ground::error::Code;
 use crate::sqlite::ground::interrupt::InterruptPoll;
 
 /// Flags of a pure function: same result for the same arguments, no side
@@ -25,12 +26,19 @@ pub const PURE: FunctionFlags = FunctionFlags::SQLITE_UTF8
 pub const WRITES: FunctionFlags =
     FunctionFlags::SQLITE_UTF8.union(FunctionFlags::SQLITE_DIRECTONLY);
 
-/// The SQL error `<function>: <problem>, got <value>`. The message never
+/// The SQL error `<function>[argument]: <problem>, got <value>`. The message never
 /// holds a NUL (SQLite would drop it) or more than a few hundred characters.
 pub fn user_error(function: &str, problem: &str, got: &str) -> Error {
+    coded_error(function, Code::Argument, problem, got)
+}
+
+/// The SQL error `<function>[<code>]: <problem>, got <value>`, as
+/// [`user_error`] for another code (a call's settings: [`Code::Setting`]).
+pub fn coded_error(function: &str, code: Code, problem: &str, got: &str) -> Error {
     Error::UserFunctionError(
         format!(
-            "{function}: {}, got {}",
+            "{function}[{}]: {}, got {}",
+            code.as_str(),
             escape(problem, 300),
             escape(got, 300)
         )
@@ -40,11 +48,17 @@ pub fn user_error(function: &str, problem: &str, got: &str) -> Error {
 
 pub use crate::core::text::excerpt as escape;
 
-/// A table-valued function's error: `name: problem, got got` (SQLite
+/// A table-valued function's error: `name[argument]: problem, got got` (SQLite
 /// reports a virtual table's errors as a module's).
 pub fn module_error(name: &str, problem: &str, got: &str) -> Error {
+    coded_module_error(name, Code::Argument, problem, got)
+}
+
+/// A table-valued function's error of another code than [`Code::Argument`].
+pub fn coded_module_error(name: &str, code: Code, problem: &str, got: &str) -> Error {
     Error::ModuleError(format!(
-        "{name}: {}, got {}",
+        "{name}[{}]: {}, got {}",
+        code.as_str(),
         escape(problem, 300),
         escape(got, 300)
     ))

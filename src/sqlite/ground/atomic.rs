@@ -3,6 +3,7 @@
 //! (an error, a panic, a failed COMMIT), in every host, with or without
 //! the shell's `-bail`, because the whole run is a single SQL statement.
 
+use crate::sqlite::ground::error::Code;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rusqlite::{ffi, Connection};
@@ -74,13 +75,13 @@ fn guarded<T>(
 ) -> Result<T, DedupError> {
     let running = busy_statements(db);
     if running > 1 {
-        return Err(DedupError::new(format!(
+        return Err(DedupError::new(Code::State, format!(
             "{function}: must be the only statement running on its connection, got {} (finish or reset the others; {function} cannot be called from inside a query that reads)",
             running - 1
         )));
     }
     if lock == Lock::Write && read_only(db)? {
-        return Err(DedupError::new(format!(
+        return Err(DedupError::new(Code::State, format!(
             "{function}: the database is readonly on this connection (opened read-only, a file or folder this user may not write, PRAGMA query_only, or a Datasette query), got no way to write; nothing was changed (run it where it can write: the sqlite3 shell, `sqlite-dedup run DB`, `sqlite-utils dedup DB`)"
         )));
     }
@@ -176,15 +177,19 @@ fn in_transaction<T>(
         (false, _) => format!("SAVEPOINT {SAVEPOINT}"),
     };
     let breaker = Breaker::new(db).map_err(|e| {
-        DedupError::new(format!(
-            "{function}: could not start, nothing was changed: {e}"
-        ))
+        DedupError::new(
+            Code::of(&e),
+            format!("{function}: could not start, nothing was changed: {e}"),
+        )
     })?;
     db.execute_batch(&begin).map_err(|e| {
-        DedupError::new(format!(
-            "{function}: could not start the transaction, nothing was changed: {e}{}",
-            locked_hint(&e, budget_ms)
-        ))
+        DedupError::new(
+            Code::of(&e),
+            format!(
+                "{function}: could not start the transaction, nothing was changed: {e}{}",
+                locked_hint(&e, budget_ms)
+            ),
+        )
     })?;
     let outcome = catch_unwind(AssertUnwindSafe(|| work(db))).unwrap_or_else(|panic| {
         let what = panic
@@ -192,20 +197,22 @@ fn in_transaction<T>(
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(DedupError::new(format!(
-            "{function}: internal error (a bug; please report it): {what}"
-        )))
+        Err(DedupError::new(
+            Code::Internal,
+            format!("{function}: internal error (a bug; please report it): {what}"),
+        ))
     });
     match outcome {
         Ok(value) if end == End::Undo => match roll_back(db, owned, &breaker) {
             RolledBack::Done => Ok(value),
-            RolledBack::Whole => Err(DedupError::new(format!(
+            RolledBack::Whole => Err(DedupError::new(Code::Sqlite, format!(
                 "{function}: the transaction {function} ran inside was rolled back as a whole \
                  (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
                  in it before {function} are undone too"
             ))),
             RolledBack::StillOpen => Err(still_open(
                 function,
+                Code::Sqlite,
                 format!("{function}: could not take back what it tried"),
             )),
         },
@@ -225,6 +232,7 @@ fn in_transaction<T>(
                     owned,
                     &breaker,
                     function,
+                    Code::of(&e),
                     format!(
                         "{function}: could not commit, nothing was changed: {e}{}",
                         locked_hint(&e, budget_ms)
@@ -237,6 +245,7 @@ fn in_transaction<T>(
             owned,
             &breaker,
             function,
+            e.code(),
             worded(function, e.to_string()),
         )),
     }
@@ -337,16 +346,20 @@ fn undone(
     owned: bool,
     breaker: &Breaker,
     function: &str,
+    code: Code,
     message: String,
 ) -> DedupError {
     match roll_back(db, owned, breaker) {
-        RolledBack::Done => DedupError::new(message),
-        RolledBack::Whole => DedupError::new(format!(
-            "{message}; but the transaction {function} ran inside was rolled back as a whole \
+        RolledBack::Done => DedupError::new(code, message),
+        RolledBack::Whole => DedupError::new(
+            code,
+            format!(
+                "{message}; but the transaction {function} ran inside was rolled back as a whole \
              (SQLite does so after an interrupt, a full disk or an I/O error): the changes made \
              in it before {function} are undone too, and nothing of the run was kept"
-        )),
-        RolledBack::StillOpen => still_open(function, message),
+            ),
+        ),
+        RolledBack::StillOpen => still_open(function, code, message),
     }
 }
 
@@ -396,12 +409,15 @@ fn roll_back(db: &Connection, owned: bool, breaker: &Breaker) -> RolledBack {
 
 /// The error when neither ROLLBACK nor the breaker could end the
 /// transaction: the run's writes are still pending in it.
-fn still_open(function: &str, message: String) -> DedupError {
+fn still_open(function: &str, code: Code, message: String) -> DedupError {
     let what = message.replace("nothing was changed", "the run was not undone");
-    DedupError::new(format!(
+    DedupError::new(
+        code,
+        format!(
         "{what}; {function} could not roll back its own transaction, which still holds part of \
          the run: ROLLBACK it (or close the connection) and do not COMMIT"
-    ))
+    ),
+    )
 }
 
 /// Whether this connection cannot write the main database.

@@ -24,7 +24,7 @@ pub fn register(db: &Connection) -> Result<()> {
     match REGISTER.get() {
         Some(register) => register(db),
         None => Err(rusqlite::Error::UserFunctionError(
-            "dedup: the extension's functions could not be registered on a second connection (the extension was not registered yet)".into(),
+            "dedup[internal]: the extension's functions could not be registered on a second connection (the extension was not registered yet)".into(),
         )),
     }
 }

@@ -8,16 +8,19 @@ use rusqlite::functions::Context;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
+use super::external::{phase1_arrow, rows_arrow};
 use super::mode::RunMode;
-use super::run::{apply, kept_apart, phase1_arrow, plan, progress, report, restore, similar};
-use super::{external as rows_arrow, scripts};
+use super::run::{apply, kept_apart, plan, progress, report, restore, similar};
+use super::scripts;
 use crate::sqlite::ground::atomic::{atomically, Lock};
-use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::error::{Code, DedupError};
 use crate::sqlite::pipeline::incremental::{index_bands, index_functions, snapshot};
 use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema;
 
-use crate::sqlite::ground::arguments::{check_arity, describe, int_arg, user_error, PURE, WRITES};
+use crate::sqlite::ground::arguments::{
+    check_arity, coded_error, describe, int_arg, text_arg, user_error, PURE, WRITES,
+};
 
 /// The settings JSON of argument 0, if given and not NULL.
 fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
@@ -30,14 +33,16 @@ fn settings_arg(ctx: &Context<'_>, function: &str) -> Result<Option<String>> {
         ValueRef::Text(t) => std::str::from_utf8(t)
             .map(|s| Some(s.to_owned()))
             .map_err(|_| {
-                user_error(
+                coded_error(
                     function,
+                    Code::Setting,
                     "settings are not valid UTF-8",
                     &describe(ctx.get_raw(0)),
                 )
             }),
-        other => Err(user_error(
+        other => Err(coded_error(
             function,
+            Code::Setting,
             "settings must be a JSON object as TEXT",
             &describe(other),
         )),
@@ -155,8 +160,9 @@ fn dedup_prepare(db: &Connection) -> Result<()> {
                 ValueRef::Null => None,
                 ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
                 other => {
-                    return Err(user_error(
+                    return Err(coded_error(
                         "dedup_prepare",
+                        Code::Setting,
                         "settings must be a JSON object as TEXT",
                         &describe(other),
                     ))
@@ -198,8 +204,9 @@ fn dedup_apply_plan(db: &Connection) -> Result<()> {
                 ValueRef::Null => None,
                 ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
                 other => {
-                    return Err(user_error(
+                    return Err(coded_error(
                         "dedup_apply_plan",
+                        Code::Setting,
                         "settings must be a JSON object as TEXT",
                         &describe(other),
                     ))
@@ -258,8 +265,8 @@ fn dedup_restore(db: &Connection) -> Result<()> {
 fn dedup_extra_params(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_extra_params", 2, PURE, |ctx| {
         let (Some(strict), Some(canonical)) = (
-            ctx.get_raw(0).as_str_or_null()?,
-            ctx.get_raw(1).as_str_or_null()?,
+            text_arg(ctx, 0, "dedup_extra_params", "strict")?,
+            text_arg(ctx, 1, "dedup_extra_params", "canonical")?,
         ) else {
             return Ok(None);
         };

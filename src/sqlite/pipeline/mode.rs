@@ -17,7 +17,7 @@ pub enum RunMode {
     /// table (`dedup_apply_plan`).
     FromPlan(String),
     /// Phase 1, then the decisions of a plan made on another database's
-    /// connection, against its index (`run/against_index.rs`).
+    /// connection, against its index (`inputs/against/indexed.rs`).
     Made(Made),
     /// All phases on the other database's connection of a run `against`
     /// it: the rows of `temp._dedup_extra` (rid, and the pipeline's

@@ -2,6 +2,7 @@
 //! their words, a misspelt key matched to the setting it is a slip for.
 
 use crate::core::url::UrlOptions;
+use crate::sqlite::ground::error::Code;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::{describe_value, excerpt, truncate};
 use crate::sqlite::settings::choices::{Compat, LshElection};
@@ -55,7 +56,10 @@ fn likely_key(key: &str) -> Option<&'static str> {
 /// setting by its row of [`SETTINGS`], then the rules across settings.
 pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupError> {
     if let Some(unknown) = unknown_keys(pairs) {
-        return fail(format!("dedup: unknown setting, got {unknown}"));
+        return fail(
+            Code::Setting,
+            format!("dedup: unknown setting, got {unknown}"),
+        );
     }
     let get = |key: &str| {
         pairs
@@ -72,7 +76,10 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
     }
     let spec = s.canonical_options();
     if let Err(e) = UrlOptions::parse(&spec) {
-        return fail(format!("dedup: url_options: {e}, got {}", excerpt(&spec)));
+        return fail(
+            Code::Setting,
+            format!("dedup: url_options: {e}, got {}", excerpt(&spec)),
+        );
     }
     let bands = get("lsh_bands").unwrap_or(Value::Integer(s.lsh_bands));
     let rows = get("lsh_rows").unwrap_or(Value::Integer(s.lsh_rows));
@@ -84,7 +91,7 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             s.lsh_rows = *r;
         }
         _ => {
-            return fail(format!(
+            return fail(Code::Setting, format!(
                 "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got {} and {}",
                 describe_value(&bands),
                 describe_value(&rows)
@@ -95,14 +102,14 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         s.columns = match &v {
             Value::Null => Vec::new(),
             Value::Text(t) => parse_columns(t)?.ok_or(()).or_else(|_| {
-                fail(format!(
+                fail(Code::Setting, format!(
                     "dedup: columns must be a JSON object from the pipeline's names ({}) to the table's columns, e.g. {{\"url\": \"link\"}}, got {}",
                     schema::PAGE_COLUMNS.join(", "),
                     describe_value(&v)
                 ))
             })?,
             other => {
-                return fail(format!(
+                return fail(Code::Setting, format!(
                     "dedup: columns must be a JSON object, got {}",
                     describe_value(other)
                 ))
@@ -110,7 +117,7 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         };
     }
     if s.compat == Compat::Reference && s.fix_urls {
-        return fail("dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
+        return fail(Code::Setting, "dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
     }
     // (lsh is not the reference's; its chain election is the window's.)
     let election_given = matches!(get("lsh_election"), Some(Value::Text(_)));
@@ -159,10 +166,10 @@ fn checked<T>(
                 ),
                 _ => String::new(),
             };
-            fail(format!(
-                "dedup: {key} {rule}, got {}{hint}",
-                describe_value(value)
-            ))
+            fail(
+                Code::Setting,
+                format!("dedup: {key} {rule}, got {}{hint}", describe_value(value)),
+            )
         }
     }
 }
@@ -196,7 +203,7 @@ pub fn parse_columns(text: &str) -> Result<Option<Vec<(String, String)>>> {
 /// `prefer`: a JSON array of strings (SQL ordering terms); NULL or `[]` for none.
 fn parse_prefer(v: &Value) -> std::result::Result<Vec<String>, DedupError> {
     let bad = || {
-        fail(format!(
+        fail(Code::Setting, format!(
             "dedup: prefer must be a JSON array of SQL ordering terms (e.g. [\"crawled ASC\"]), got {}",
             describe_value(v)
         ))
@@ -262,7 +269,7 @@ mod tests {
         for (key, value, said) in cases {
             assert_eq!(
                 err(&[(key, Value::Text(value.into()))]),
-                format!("dedup: {key} {said}")
+                format!("dedup[setting]: {key} {said}")
             );
         }
     }
@@ -299,7 +306,7 @@ mod tests {
         for (key, value, rule) in cases {
             let message = err(&[(key, value.clone())]);
             assert!(
-                message.starts_with(&format!("dedup: {key} {rule}")),
+                message.starts_with(&format!("dedup[setting]: {key} {rule}")),
                 "{key} = {value:?}: {message}"
             );
         }
@@ -352,10 +359,10 @@ mod tests {
     fn every_bad_value_is_named() {
         assert_eq!(
             err(&[("threshold", Value::Real(1.5))]),
-            "dedup: threshold must be in [0.0, 1.0], got 1.5"
+            "dedup[setting]: threshold must be in [0.0, 1.0], got 1.5"
         );
         assert!(err(&[("treshold", Value::Real(0.8))]).starts_with(
-            "dedup: unknown setting, got 'treshold' (did you mean threshold?) (known: threshold, "
+            "dedup[setting]: unknown setting, got 'treshold' (did you mean threshold?) (known: threshold, "
         ));
         // An option that ignores the probe URL of earlier versions is valid.
         let s = parse(&pairs(&[(
@@ -365,18 +372,18 @@ mod tests {
         .unwrap();
         assert_eq!(s.url_options, "ignore+=.org");
         assert!(err(&[("url_options", Value::Text("bogus".into()))])
-            .starts_with("dedup: url_options: unknown option 'bogus'"));
+            .starts_with("dedup[setting]: url_options: unknown option 'bogus'"));
         assert_eq!(
             err(&[("lsh_rows", Value::Integer(2000))]),
-            "dedup: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"
+            "dedup[setting]: lsh_bands and lsh_rows must be integers >= 1 with lsh_bands * lsh_rows <= 4096, got 32 and 2000"
         );
         assert_eq!(
             err(&[("table", Value::Text(String::new()))]),
-            "dedup: table must be the name of a table, got ''"
+            "dedup[setting]: table must be the name of a table, got ''"
         );
         assert_eq!(
             err(&[("near_mode", Value::Text("a\0b".into()))]),
-            "dedup: near_mode must be 'window' or 'lsh', got 'a\\u{0}b'"
+            "dedup[setting]: near_mode must be 'window' or 'lsh', got 'a\\u{0}b'"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! value)` (when that table exists), then the JSON object passed to the
 //! call on top, each pair named where it came from, then checked.
 
+use crate::sqlite::ground::error::Code;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::{describe_value, excerpt};
 use crate::sqlite::settings::check::{parse, unknown_keys};
@@ -31,32 +32,34 @@ pub fn read(
     let mut pairs: Vec<(String, Value)> = Vec::new();
     if let Some(kind) = schema::object_type(db, "dedup_settings")? {
         if kind != "table" && kind != "view" {
-            return fail(format!(
-                "dedup: dedup_settings must be a table, got a {kind}"
-            ));
+            return fail(
+                Code::Setting,
+                format!("dedup: dedup_settings must be a table, got a {kind}"),
+            );
         }
         let sql = format!(
             "SELECT key, value FROM main.{}",
             quote_ident("dedup_settings")
         );
         let mut stmt = db.prepare(&sql).map_err(|e| {
-            DedupError::new(format!(
-                "dedup: dedup_settings must have columns key and value, got {e}"
-            ))
+            DedupError::new(
+                Code::Setting,
+                format!("dedup: dedup_settings must have columns key and value, got {e}"),
+            )
         })?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, Value>(1)?)))?;
         for row in rows {
             let (key, value) = row?;
             match key {
                 Value::Text(k) if pairs.iter().any(|(seen, _)| *seen == k) => {
-                    return fail(format!(
+                    return fail(Code::Setting, format!(
                         "dedup: dedup_settings must hold each key once, got '{}' twice (delete one; key TEXT PRIMARY KEY keeps it so)",
                         k.replace('\'', "''")
                     ))
                 }
                 Value::Text(k) => pairs.push((k, value)),
                 other => {
-                    return fail(format!(
+                    return fail(Code::Setting, format!(
                         "dedup: unknown setting in dedup_settings, got {}",
                         describe_value(&other)
                     ))
@@ -64,9 +67,10 @@ pub fn read(
             }
         }
         if let Some(unknown) = unknown_keys(&pairs) {
-            return fail(format!(
-                "dedup: unknown setting in dedup_settings, got {unknown}"
-            ));
+            return fail(
+                Code::Setting,
+                format!("dedup: unknown setting in dedup_settings, got {unknown}"),
+            );
         }
     }
     let from_database = pairs.len();
@@ -90,9 +94,13 @@ pub fn read_recorded(
 ) -> std::result::Result<Settings, DedupError> {
     let mut pairs =
         json_pairs(db, "the recorded settings of the index", recorded).map_err(|e| {
-            DedupError::new(format!(
-                "{function}: {e} (dedup_index_state was edited by hand)"
-            ))
+            DedupError::new(
+                Code::Own,
+                format!(
+                    "{function}: {} (dedup_index_state was edited by hand)",
+                    e.words()
+                ),
+            )
         })?;
     let from_database = pairs.len();
     if let Some(json) = overrides {
@@ -139,11 +147,14 @@ fn json_pairs(
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     if !object {
-        return fail(format!(
-            "{function}: settings must be a JSON object, got {}{}",
-            excerpt(json),
-            if valid { "" } else { " (not valid JSON)" }
-        ));
+        return fail(
+            Code::Setting,
+            format!(
+                "{function}: settings must be a JSON object, got {}{}",
+                excerpt(json),
+                if valid { "" } else { " (not valid JSON)" }
+            ),
+        );
     }
     let mut stmt = db.prepare("SELECT key, value, type IN ('true', 'false') FROM json_each(?1)")?;
     let rows = stmt.query_map([json], |r| {
@@ -160,7 +171,7 @@ fn json_pairs(
         // setting would take: `"distance": true` would compare nothing.)
         let flags = flag_settings();
         if yes_or_no && setting(&key).is_some() && !flags.contains(&key.as_str()) {
-            return fail(format!(
+            return fail(Code::Setting, format!(
                 "{function}: {key} is not a true-or-false setting (only {} and {} are), got {} in {}",
                 flags[..flags.len() - 1].join(", "),
                 flags[flags.len() - 1],
@@ -175,18 +186,22 @@ fn json_pairs(
         // (JSON allows a name twice; which one would win is no reader's
         // guess, so neither does.)
         if given.iter().any(|(k, _)| *k == key) {
-            return fail(format!(
-                "{function}: settings must name each setting once, got '{}' twice in {}",
-                key.replace('\'', "''"),
-                excerpt(json)
-            ));
+            return fail(
+                Code::Setting,
+                format!(
+                    "{function}: settings must name each setting once, got '{}' twice in {}",
+                    key.replace('\'', "''"),
+                    excerpt(json)
+                ),
+            );
         }
         given.push((key, value));
     }
     if let Some(unknown) = unknown_keys(&given) {
-        return fail(format!(
-            "{function}: unknown setting in the settings argument, got {unknown}"
-        ));
+        return fail(
+            Code::Setting,
+            format!("{function}: unknown setting in the settings argument, got {unknown}"),
+        );
     }
     Ok(given)
 }

@@ -17,6 +17,7 @@
 //!
 //! Cost: one prepare on a private connection per run that has such terms.
 
+use crate::sqlite::ground::error::Code;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -93,7 +94,7 @@ pub fn check(db: &Connection, table: &str, select: &str, what: &str) -> Result<(
         );
     }
     if compiled_without_authorizer(db) {
-        return fail(format!(
+        return fail(Code::Setting, format!(
             "dedup: {what} cannot be checked: this SQLite was built with SQLITE_OMIT_AUTHORIZATION, so SQL read from the database is not run; give the same term in the call's JSON argument (the caller's own SQL); nothing was changed"
         ));
     }
@@ -121,14 +122,14 @@ pub fn check(db: &Connection, table: &str, select: &str, what: &str) -> Result<(
     };
     let why = gate.refused.take();
     match (why, prepared) {
-        (Some(why), _) => fail(format!(
+        (Some(why), _) => fail(Code::Setting, format!(
             "dedup: {what} may use only the columns of {}, literals, operators and the functions a trigger may call, got {why}; the same term in the call's JSON argument runs as the caller's own SQL; nothing was changed",
             quote_ident(table)
         )),
-        (None, Err(e)) => fail(format!(
+        (None, Err(e)) => fail(Code::Setting, format!(
             "dedup: {what} must be an SQL ordering term over the columns of {}, got {}; nothing was changed",
             quote_ident(table),
-            truncate(&DedupError::from(e).to_string(), 200)
+            truncate(DedupError::from(e).words(), 200)
         )),
         (None, Ok(())) => Ok(()),
     }

@@ -67,14 +67,14 @@ pub struct Settings {
     pub job: String,
     /// Another database whose pages this run compares with the table's
     /// (a path, or the name of an attached schema): only the table's rows
-    /// leave (`run/against.rs`); empty: none.
+    /// leave (`pipeline/inputs/against/`); empty: none.
     pub against: String,
     /// Where `against` came from (a path read from `dedup_settings` is
     /// refused: a database may not make the run open another file).
     pub against_from: Origin,
     /// Canonical URLs use the answers `dedup_url_fixes` holds for their host
     /// (http upgraded to https, `www.` dropped, where the probe found so:
-    /// `run/url_fixes.rs`).
+    /// `pipeline/inputs/url_fixes.rs`).
     pub fix_urls: bool,
 }
 

@@ -11,6 +11,7 @@
 //! log's own, [`crate::sqlite::pipeline::incremental::changes`]), and no foreign
 //! key (with `PRAGMA foreign_keys` on) may point at them.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::Connection;
 
 use crate::sqlite::ground::error::{fail, DedupError};
@@ -132,7 +133,7 @@ fn has_own_shape(name: &str, sql: &str) -> bool {
 /// extension's own: a run would archive its records into themselves.
 pub fn refuse_as_pages(table: &str) -> Result<(), DedupError> {
     if is_own(table) {
-        return fail(format!(
+        return fail(Code::Table, format!(
             "dedup: table '{table}' is one of this extension's own (it keeps the runs' settings, records or index, or learned URL rules), got no table of pages (set the table setting to the table that holds them)"
         ));
     }
@@ -154,14 +155,17 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
         match found {
             None => {}
             Some((kind, _)) if kind != "table" => {
-                return fail(format!(
-                    "{function}: {name} must be a table this extension created, got a {kind}"
-                ))
+                return fail(
+                    Code::Own,
+                    format!(
+                        "{function}: {name} must be a table this extension created, got a {kind}"
+                    ),
+                )
             }
             Some((_, sql)) => {
                 let sql = sql.unwrap_or_default();
                 if !has_own_shape(name, &sql) {
-                    return fail(format!(
+                    return fail(Code::Own, format!(
                         "{function}: {name} is not the table this extension creates, got {}; nothing was changed (rename it: the extension creates its own)",
                         crate::sqlite::ground::shown::truncate(&sql, 200)
                     ));
@@ -189,7 +193,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
         .into_iter()
         .find(|(name, on, sql)| !super::trackers::is_tracker(name, on, sql));
     if let Some((trigger, on, _)) = foreign {
-        return fail(format!(
+        return fail(Code::Own, format!(
             "{function}: trigger {} (on {}) is on or writes to this extension's tables ({}), which would change what is archived; nothing was changed (drop the trigger)",
             quote_ident(&trigger),
             quote_ident(&on),
@@ -209,7 +213,7 @@ pub fn check(db: &Connection, function: &str) -> Result<(), DedupError> {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             ))?;
         if let Some((child, parent)) = key {
-            return fail(format!(
+            return fail(Code::Own, format!(
                 "{function}: table {} has a foreign key to this extension's {}, which would change what a run or restore writes; nothing was changed (drop the key, or run with PRAGMA foreign_keys = OFF)",
                 quote_ident(&child),
                 quote_ident(&parent)

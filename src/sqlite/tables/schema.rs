@@ -1,6 +1,7 @@
 //! What the pipeline reads of the user's schema: the pages table, its
 //! columns and rowid, and the one helper that quotes names into SQL.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{Connection, OptionalExtension, Result};
 
 use crate::sqlite::ground::error::{fail, DedupError};
@@ -127,7 +128,7 @@ impl Source {
             .get(..7)
             .is_some_and(|p| p.eq_ignore_ascii_case(b"sqlite_"))
         {
-            return fail(format!(
+            return fail(Code::Table, format!(
                 "dedup: table {} is one of SQLite's own (names beginning sqlite_ are), got no table of pages (set the table setting to the table that holds them)",
                 excerpt(table)
             ));
@@ -141,7 +142,7 @@ impl Source {
             .optional()?;
         let name = match stored {
             None => {
-                return fail(match outside_main(db, table)? {
+                return fail(Code::NoTable, match outside_main(db, table)? {
                     Some(schema) if schema.eq_ignore_ascii_case("temp") => format!(
                         "dedup: table {} not found in the main database, got a temporary one (a run works on a table of its connection's main database: copy it there, e.g. CREATE TABLE main.name AS SELECT * FROM temp.name)",
                         excerpt(table)
@@ -159,20 +160,20 @@ impl Source {
                 })
             }
             Some((name, kind, _)) if kind == "view" => {
-                return fail(format!(
+                return fail(Code::Table, format!(
                     "dedup: {} must be a table, got a view (a run deletes rows: set the table setting to the table the view reads, and name its columns with the columns setting, e.g. {{\"columns\": {{\"url\": \"link\"}}}})",
                     excerpt(&name)
                 ))
             }
             Some((name, kind, _)) if kind != "table" => {
-                return fail(format!(
+                return fail(Code::Table, format!(
                     "dedup: {} must be a table, got a {kind}",
                     excerpt(&name)
                 ))
             }
             Some((name, _, sql)) => match sql.as_deref().and_then(virtual_module) {
                 Some(module) => {
-                    return fail(format!(
+                    return fail(Code::Table, format!(
                         "dedup: {} must be an ordinary table, got a virtual table (USING {module}) (a run deletes rows and keeps them in dedup_removed: copy the rows into a table and run on that, e.g. CREATE TABLE {copy} AS SELECT * FROM {}; SELECT dedup_run('{{\"table\": {}}}'))",
                         excerpt(&name),
                         quote_ident(&name),
@@ -185,20 +186,26 @@ impl Source {
         };
         let columns = columns(db, &name)?;
         if columns.is_empty() {
-            return fail(format!(
-                "dedup: {} must be an ordinary table, got a virtual table",
-                excerpt(&name)
-            ));
+            return fail(
+                Code::Table,
+                format!(
+                    "dedup: {} must be an ordinary table, got a virtual table",
+                    excerpt(&name)
+                ),
+            );
         }
         let has = |c: &str| columns.iter().any(|x| x.name.eq_ignore_ascii_case(c));
         for (pipeline, real) in renamed {
             if !has(real) {
-                return fail(format!(
-                    "dedup: columns maps {} to {}, got no such column in {}",
-                    excerpt(pipeline),
-                    excerpt(real),
-                    excerpt(&name)
-                ));
+                return fail(
+                    Code::Setting,
+                    format!(
+                        "dedup: columns maps {} to {}, got no such column in {}",
+                        excerpt(pipeline),
+                        excerpt(real),
+                        excerpt(&name)
+                    ),
+                );
             }
         }
         let mapped = |c: &str| {
@@ -215,7 +222,7 @@ impl Source {
             missing.push("content or parsed");
         }
         if !missing.is_empty() {
-            return fail(format!(
+            return fail(Code::Table, format!(
                 "dedup: {} lacks required column(s), got none named {} (the others are optional; a column of another name: the columns setting, e.g. {{\"columns\": {{\"url\": \"link\"}}}})",
                 excerpt(&name),
                 missing.join(", ")
@@ -234,7 +241,7 @@ impl Source {
                 .into_iter()
                 .find(|c| resolved(c).is_some_and(|r| r.eq_ignore_ascii_case(&url)));
             if let Some(text) = clash {
-                return fail(format!(
+                return fail(Code::Setting, format!(
                     "dedup: columns reads {text} from {}, the column the URLs are read from, got no column of its own for it (the pages would be compared by their URLs: map {text} to the column that holds it, or leave it out)",
                     excerpt(&url)
                 ));
@@ -248,7 +255,7 @@ impl Source {
                 .iter()
                 .find(|p| p.eq_ignore_ascii_case(real) && !p.eq_ignore_ascii_case(pipeline))
             {
-                return fail(format!(
+                return fail(Code::Setting, format!(
                     "dedup: columns maps {} to the column {}, got the column of the pipeline's own {other} (a run would read and write {pipeline}'s values in it): map {pipeline} to a column of another name; nothing was changed",
                     excerpt(pipeline),
                     excerpt(real),
@@ -259,14 +266,17 @@ impl Source {
             .iter()
             .find(|c| ARCHIVE_META.iter().any(|m| c.name.eq_ignore_ascii_case(m)))
         {
-            return fail(format!(
+            return fail(
+                Code::Table,
+                format!(
                 "dedup: {} has a column named {}, which dedup_removed uses for itself; rename it",
                 excerpt(&name),
                 excerpt(&c.name)
-            ));
+            ),
+            );
         }
         let Some(rowid) = ["rowid", "_rowid_", "oid"].into_iter().find(|a| !has(a)) else {
-            return fail(format!(
+            return fail(Code::Table, format!(
                 "dedup: {} has columns named rowid, _rowid_ and oid, got no name left to read its rowid",
                 excerpt(&name)
             ));
@@ -277,7 +287,7 @@ impl Source {
             // Only "no such column" means no rowid: an interrupt or a lock
             // is reported as itself.
             Err(e) if !e.to_string().contains("no such column") => return Err(e.into()),
-            Err(_) => return fail(format!(
+            Err(_) => return fail(Code::Table, format!(
                 "dedup: {} is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)",
                 excerpt(&name)
             )),
@@ -376,7 +386,7 @@ pub(crate) fn archive_view_body(
             let cols = columns(db, "dedup_removed")?;
             let has = |c: &str| cols.iter().any(|x| x.name.eq_ignore_ascii_case(c));
             if let Some(m) = ARCHIVE_META.iter().find(|m| !has(m)) {
-                return fail(format!(
+                return fail(Code::Own, format!(
                     "dedup: dedup_removed lacks its column {m}, got a table this extension did not create"
                 ));
             }
@@ -410,7 +420,7 @@ pub(crate) fn archive_view_body(
             )
         }
         Some(other) => {
-            return fail(format!(
+            return fail(Code::Own, format!(
                 "dedup: dedup_removed must be a table this extension created, got a {other}"
             ))
         }
@@ -539,14 +549,14 @@ mod tests {
 
     #[test]
     fn unusable_tables_are_named() {
-        assert!(err("", "pages").starts_with("dedup: table 'pages' not found"));
+        assert!(err("", "pages").starts_with("dedup[no_table]: table 'pages' not found"));
         assert_eq!(
             err("CREATE TABLE pages (url TEXT PRIMARY KEY, content) WITHOUT ROWID", "pages"),
-            "dedup: 'pages' is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)"
+            "dedup[table]: 'pages' is a WITHOUT ROWID table, got no rowid to keep removed rows by (the pipeline needs a rowid table)"
         );
         assert_eq!(
             err("CREATE TABLE pages (link TEXT, body TEXT)", "pages"),
-            "dedup: 'pages' lacks required column(s), got none named url, content or parsed (the others are optional; a column of another name: the columns setting, e.g. {\"columns\": {\"url\": \"link\"}})"
+            "dedup[table]: 'pages' lacks required column(s), got none named url, content or parsed (the others are optional; a column of another name: the columns setting, e.g. {\"columns\": {\"url\": \"link\"}})"
         );
         assert!(err("CREATE VIEW pages AS SELECT 1 AS url", "pages")
             .contains("must be a table, got a view (a run deletes rows: set the table setting"));

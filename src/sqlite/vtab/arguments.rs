@@ -21,8 +21,9 @@ pub fn unwind_safe<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(module_error(
+        Err(crate::sqlite::ground::arguments::coded_module_error(
             name,
+            crate::sqlite::ground::error::Code::Internal,
             "internal error (a bug; please report it)",
             &crate::sqlite::ground::arguments::escape(&what, 200),
         ))

@@ -59,7 +59,7 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
     let signature = match given[0] {
         None | Some(ValueRef::Null) => return Ok(Vec::new()),
         Some(ValueRef::Blob(b)) => Signature::parse(b)
-            .map_err(|e| module_error(NAME, &e, &format!("blob of {} bytes", b.len())))?,
+            .map_err(|e| module_error(NAME, e.as_str(), &format!("blob of {} bytes", b.len())))?,
         Some(other) => {
             return Err(module_error(
                 NAME,

@@ -75,7 +75,8 @@ impl Scan for WindowScan {
                 ))
             }
         };
-        validate(threshold, distance).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
+        validate(threshold, distance)
+            .map_err(|e| Error::ModuleError(format!("{NAME}[argument]: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "input", &input)?;
         let optional = |name: &'static str| match columns.iter().any(|c| c == name) {

@@ -71,7 +71,7 @@ impl Scan for PairScan {
                 }
             },
         };
-        validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}: {e}")))?;
+        validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}[argument]: {e}")))?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "pairs", &pairs)?;
         let has = |names: &[&str]| names.iter().all(|n| columns.iter().any(|c| c == n));

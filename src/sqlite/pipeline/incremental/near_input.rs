@@ -26,6 +26,7 @@
 //! neighbourhoods, and the histograms of the rows not placeholders whose
 //! lengths let a pair through.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
@@ -336,9 +337,14 @@ fn select_entries(
 /// A URL of the order as text (the order holds only UTF-8 text).
 fn order_url(v: ValueRef<'_>) -> Result<&str, DedupError> {
     match v {
-        ValueRef::Text(t) => std::str::from_utf8(t)
-            .map_err(|_| DedupError::new("dedup: dedup_index_order holds a URL that is not UTF-8")),
+        ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| {
+            DedupError::new(
+                Code::Own,
+                "dedup: dedup_index_order holds a URL that is not UTF-8",
+            )
+        }),
         _ => Err(DedupError::new(
+            Code::Own,
             "dedup: dedup_index_order holds a URL that is not text; run with {\"full\": true}",
         )),
     }

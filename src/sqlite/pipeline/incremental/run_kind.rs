@@ -39,7 +39,7 @@ use crate::sqlite::tables::schema::Source;
 pub fn always_full(s: &Settings, mode: &RunMode) -> Option<&'static str> {
     if !s.against.is_empty() {
         // (Before the plan made elsewhere: a run against another database's
-        // index is read back as one, `run/against_index.rs`.)
+        // index is read back as one, `inputs/against/indexed.rs`.)
         Some("against (another database's pages are compared too)")
     } else if *mode != RunMode::All && *mode != RunMode::There {
         Some("a plan made elsewhere (dedup_apply_plan)")
@@ -166,7 +166,7 @@ pub fn prepare(
         table = source.qualified(),
     ))?;
     if *mode == RunMode::There && why.is_none() {
-        // (Rows added for this plan, `run/against_index.rs`: new, so dirty,
+        // (Rows added for this plan, `inputs/against/indexed.rs`: new, so dirty,
         // whatever their fingerprint.)
         db.execute_batch(
             "INSERT INTO temp._dedup_fingerprint SELECT rid, 1 FROM temp._dedup_extra;",

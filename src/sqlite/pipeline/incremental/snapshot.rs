@@ -5,6 +5,7 @@
 //! `dedup_fingerprint`). `dedup_run` plans and applies in one
 //! transaction and needs none.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::index_functions::fingerprint_of;
@@ -64,7 +65,7 @@ pub fn check(db: &Connection, source: &Source) -> Result<(), DedupError> {
         (None, Some(id)) => format!("rowid {id} was inserted"),
         (None, None) => return Ok(()),
     };
-    fail(format!(
+    fail(Code::Stale, format!(
         "dedup_apply: the table {} changed since dedup_plan ({what}), got a stale plan; nothing was changed (plan again: SELECT dedup_plan(), or SELECT dedup_run() for both in one transaction)",
         quote_ident(&source.table)
     ))

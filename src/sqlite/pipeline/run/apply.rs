@@ -3,6 +3,7 @@
 //! Runs inside [`crate::sqlite::ground::atomic::atomically`]: any failure here leaves the
 //! database as it was.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::sqlite::ground::error::{fail, DedupError};
@@ -18,7 +19,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     let start = std::time::Instant::now();
     let mut step = start;
     let Some(plan) = planned(db)? else {
-        return fail("dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
+        return fail(Code::State, "dedup_apply: no plan to apply, got none in this connection (run SELECT dedup_plan() first, or SELECT dedup_run() for both)".into());
     };
     let source = Source::inspect_mapped(db, &plan.table, &plan.columns()?)?;
     crate::sqlite::pipeline::incremental::snapshot::check(db, &source)?;
@@ -121,7 +122,7 @@ fn archive(
         })
     })?;
     if archived as i64 != removals {
-        return fail(format!(
+        return fail(Code::Stale, format!(
             "dedup: the table changed since the run was planned, got {archived} of {removals} removed rows to archive; nothing was changed"
         ));
     }
@@ -195,7 +196,7 @@ fn delete(db: &Connection, source: &Source, removals: i64) -> Result<(), DedupEr
         located(db, e, "deleting", REMOVED, |id| db.execute(&one, [id]))
     })?;
     if deleted as i64 != removals {
-        return fail(format!(
+        return fail(Code::Blocked, format!(
             "dedup: deleted {deleted} rows of {removals} planned (a trigger deleted or kept rows); nothing was changed"
         ));
     }
@@ -348,7 +349,7 @@ fn check_foreign_keys(db: &Connection, source: &Source) -> Result<(), DedupError
         ))?;
         if let Some(rowid) = found {
             let cols: Vec<&str> = pairs.iter().map(|(f, _)| f.as_str()).collect();
-            return fail(format!(
+            return fail(Code::Blocked, format!(
                 "dedup: rowid {rowid} of {} is a duplicate to remove, but {}.{} references it (foreign key); nothing was changed (re-point or delete the referencing rows, or run with PRAGMA foreign_keys = OFF)",
                 quote_ident(&source.table),
                 quote_ident(&child),
@@ -433,7 +434,7 @@ fn record_written(
         )
         .optional()?;
     if let Some((n, rowid, name)) = cancelled {
-        return fail(format!(
+        return fail(Code::Blocked, format!(
             "dedup: rewriting the survivors' columns left {n} of their new values unwritten (the first: column {} of the row whose rowid is {rowid}): a trigger on {} cancelled or undid the rewrite; nothing was changed",
             quote_ident(&name),
             quote_ident(&source.table)
@@ -509,9 +510,10 @@ fn located(
     one: impl Fn(i64) -> rusqlite::Result<usize>,
 ) -> DedupError {
     let generic = || {
-        DedupError::new(format!(
-            "dedup: {doing} rows failed, nothing was changed: {e}"
-        ))
+        DedupError::new(
+            Code::of(&e),
+            format!("dedup: {doing} rows failed, nothing was changed: {e}"),
+        )
     };
     if !crate::sqlite::pipeline::run::locate::refused(&e) {
         return generic();
@@ -521,9 +523,10 @@ fn located(
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .unwrap_or_default();
     match crate::sqlite::pipeline::run::locate::first_refused(db, &ids, one) {
-        Some((id, err)) => DedupError::new(format!(
-            "dedup: {doing} rowid {id} failed, nothing was changed: {err}"
-        )),
+        Some((id, err)) => DedupError::new(
+            Code::of(&e),
+            format!("dedup: {doing} rowid {id} failed, nothing was changed: {err}"),
+        ),
         None => generic(),
     }
 }

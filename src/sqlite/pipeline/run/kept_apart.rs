@@ -8,6 +8,8 @@
 use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::Connection;
 
+use crate::sqlite::ground::arguments::text_arg;
+
 /// The aggregate's name.
 const NAME: &str = "dedup_differing_params";
 
@@ -24,8 +26,8 @@ impl Aggregate<Vec<(String, String)>, Option<String>> for DifferingParams {
         pages: &mut Vec<(String, String)>,
     ) -> rusqlite::Result<()> {
         if let (Some(strict), Some(canonical)) = (
-            ctx.get_raw(0).as_str_or_null()?,
-            ctx.get_raw(1).as_str_or_null()?,
+            text_arg(ctx, 0, NAME, "strict")?,
+            text_arg(ctx, 1, NAME, "canonical")?,
         ) {
             pages.push((strict.to_string(), canonical.to_string()));
         }

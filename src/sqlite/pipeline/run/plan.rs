@@ -2,16 +2,18 @@
 //! read the user's table through temp views and write only temp tables, so
 //! planning a run changes nothing a user can see.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::against_index;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::trace::{lap, Trace};
+use crate::sqlite::pipeline::external::plan_in;
 use crate::sqlite::pipeline::incremental::run_kind::RunKind;
+use crate::sqlite::pipeline::inputs::against;
 use crate::sqlite::pipeline::mode::RunMode;
 use crate::sqlite::pipeline::scripts::{Step, When, EXTERNAL, PHASES, PREPARE_ONLY};
 use crate::sqlite::settings::{self, values::Settings};
-use crate::sqlite::tables::schema::{self, quote_ident, Source};
+use crate::sqlite::tables::schema::{self, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
 pub const TEMP_OBJECTS: [(&str, &str); 65] = [
@@ -86,7 +88,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 65] = [
 ];
 
 /// Temp objects a caller writes before a plan, for it (a plan there of a
-/// run `against` another database: `run/against_index.rs`); a plan leaves
+/// run `against` another database: `inputs/against/indexed.rs`); a plan leaves
 /// them, and whoever made them drops them.
 pub const TEMP_INPUTS: [(&str, &str); 1] = [("TABLE", "_dedup_extra")];
 
@@ -118,19 +120,19 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
     let run = next_run(db)?;
     source.create_view(db)?;
     if *mode == RunMode::There {
-        against_index::extend_source(db, &source)?;
+        against::indexed::extend_source(db, &source)?;
     }
     let there = |c: &Connection, s: &Settings| {
         plan(c, s, &RunMode::There).map(|p| (p.kind.incremental, p.rows_before))
     };
-    if let Some(made) = against_index::plan_there(db, s, mode, there)? {
+    let against = match against::decide(db, &source, s, mode, there)? {
         // (Made there, against its index: read back as a plan made elsewhere.)
-        return plan(db, s, &RunMode::Made(made));
-    }
-    let against = crate::sqlite::pipeline::run::against::load(db, &source, s, mode)?;
-    crate::sqlite::pipeline::run::url_fixes::load(db, s)?;
+        against::Decided::MadeThere(made) => return plan(db, s, &RunMode::Made(made)),
+        against::Decided::Here(against) => against,
+    };
+    crate::sqlite::pipeline::inputs::url_fixes::load(db, s)?;
     create_archive_view(db, &source)?;
-    crate::sqlite::pipeline::run::prefer::write(db, &source, s, mode)?;
+    crate::sqlite::pipeline::inputs::prefer::write(db, &source, s, mode)?;
     lap("plan: checks", &mut lapped);
     // (The index's look at what changed is timed as step 00.)
     let start = std::time::Instant::now();
@@ -147,10 +149,10 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
     settings::record::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
     if let RunMode::FromPlan(table) = mode {
-        copy_plan(db, table)?;
+        plan_in::copy_plan(db, table)?;
     }
     if let RunMode::Made(made) = mode {
-        against_index::write_plan(db, made)?;
+        plan_in::write_plan(db, made)?;
     }
     if let RunMode::PrepareOnly(lo, hi) = *mode {
         // (The range's rows only; its placeholders, in external/01_rows.sql.)
@@ -255,11 +257,14 @@ fn run_phases(
                         continue;
                     }
                     run_script(db, sql).map_err(|e| {
-                        DedupError::new(match e {
-                            // Our own messages already say what is wrong.
-                            rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
-                            other => format!("dedup: phase {file} failed: {other}"),
-                        })
+                        DedupError::new(
+                            Code::of(&e),
+                            match e {
+                                // Our own messages already say what is wrong.
+                                rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains(": ") => m,
+                                other => format!("dedup: phase {file} failed: {other}"),
+                            },
+                        )
                     })?;
                 }
                 Step::NearInput if incremental => {
@@ -279,11 +284,12 @@ fn run_phases(
 /// An incremental run's error of a value of another type than the index
 /// holds, said so: only an edit outside the extension puts one there.
 fn index_edited(e: DedupError) -> DedupError {
-    if e.kind() != crate::sqlite::ground::error::Kind::WrongType {
+    if !e.is_wrong_type() {
         return e;
     }
     DedupError::wrong_type(format!(
-        "dedup: the incremental index (dedup_index, dedup_index_order and the tables beside them) holds a value this extension does not write: {e} (an edit outside the extension); a run with {{\"full\": true}} rebuilds it; nothing was changed"
+        "dedup: the incremental index (dedup_index, dedup_index_order and the tables beside them) holds a value this extension does not write: {} (an edit outside the extension); a run with {{\"full\": true}} rebuilds it; nothing was changed",
+        e.words()
     ))
 }
 
@@ -383,125 +389,6 @@ fn decode_seconds(text: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Columns of the plan `dedup_apply_plan` takes.
-pub const PLAN_COLUMNS: [&str; 7] = [
-    "rid",
-    "phase",
-    "reason",
-    "survivor",
-    "ratio",
-    "rewrite_url",
-    "note",
-];
-
-/// Copies the plan made elsewhere from `table` into `temp._dedup_external`
-/// and checks it against the table about to change: each row once, a
-/// rowid of the table, a phase 1–5 with a reason (or NULL to keep the row
-/// apart under `rewrite_url`), a survivor that is a row of the table or
-/// NULL. An error names the plan's first bad row.
-fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
-    let missing: Vec<&str> = {
-        let sql = format!("SELECT * FROM {} LIMIT 0", quote_ident_path(table));
-        let stmt = db.prepare(&sql).map_err(|e| {
-            DedupError::new(format!(
-                "dedup_apply_plan: the plan must be a table or view, got {}: {}",
-                crate::sqlite::ground::shown::excerpt(table),
-                DedupError::from(e)
-            ))
-        })?;
-        let have: Vec<String> = stmt
-            .column_names()
-            .iter()
-            .map(|c| c.to_lowercase())
-            .collect();
-        PLAN_COLUMNS
-            .iter()
-            .copied()
-            .filter(|c| !have.iter().any(|h| h == c))
-            .collect()
-    };
-    if !missing.is_empty() {
-        return fail(format!(
-            "dedup_apply_plan: the plan {} lacks column(s) {} (it needs {})",
-            crate::sqlite::ground::shown::excerpt(table),
-            missing.join(", "),
-            PLAN_COLUMNS.join(", ")
-        ));
-    }
-    db.execute_batch(&format!(
-        "DROP TABLE IF EXISTS temp._dedup_external;
-         CREATE TEMP TABLE _dedup_external AS
-         SELECT rid, phase, reason, survivor, ratio, rewrite_url, note FROM {};",
-        quote_ident_path(table)
-    ))?;
-    let checks = [
-        ("its rid is not an integer", "typeof(rid) <> 'integer'"),
-        (
-            "its rid is listed twice",
-            "rid IN (SELECT rid FROM temp._dedup_external GROUP BY rid HAVING count(*) > 1)",
-        ),
-        (
-            "its rid is not a row of the table",
-            "rid NOT IN (SELECT rid FROM temp._dedup_source)",
-        ),
-        (
-            "its phase is not NULL or 1 to 5",
-            "phase IS NOT NULL AND (typeof(phase) <> 'integer' OR phase NOT BETWEEN 1 AND 5)",
-        ),
-        (
-            "a removal needs a reason (TEXT)",
-            "phase IS NOT NULL AND typeof(reason) <> 'text'",
-        ),
-        (
-            "a kept row needs a rewrite_url or a note",
-            "phase IS NULL AND rewrite_url IS NULL AND note IS NULL",
-        ),
-        // (A survivor may lose in a later phase in turn, as in any run.)
-        (
-            "its survivor is not a row of the table",
-            "survivor IS NOT NULL AND survivor NOT IN (SELECT rid FROM temp._dedup_source)",
-        ),
-        (
-            "its ratio is not a number",
-            "ratio IS NOT NULL AND typeof(ratio) NOT IN ('real', 'integer')",
-        ),
-        (
-            "its rewrite_url is not TEXT",
-            "rewrite_url IS NOT NULL AND typeof(rewrite_url) <> 'text'",
-        ),
-    ];
-    for (what, bad) in checks {
-        let row: Option<String> = db
-            .query_row(
-                &format!(
-                    "SELECT quote(rid) FROM temp._dedup_external WHERE {bad} ORDER BY rid LIMIT 1"
-                ),
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(rid) = row {
-            return fail(format!(
-                "dedup_apply_plan: the plan's row for rid {} is wrong: {what}; nothing was changed",
-                crate::sqlite::ground::shown::truncate(&rid, 60)
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `name` or `schema.name` as a quoted SQL name.
-fn quote_ident_path(name: &str) -> String {
-    match name.split_once('.') {
-        Some((schema, table))
-            if schema.eq_ignore_ascii_case("temp") || schema.eq_ignore_ascii_case("main") =>
-        {
-            format!("{schema}.{}", quote_ident(table))
-        }
-        _ => quote_ident(name),
-    }
-}
-
 /// Drops every temp object of a plan.
 pub fn drop_temp(db: &Connection) -> rusqlite::Result<()> {
     let sql: String = TEMP_OBJECTS
@@ -518,9 +405,10 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
         None => return Ok(1),
         Some("table") => {}
         Some(other) => {
-            return fail(format!(
-                "dedup: dedup_runs must be a table this extension created, got a {other}"
-            ))
+            return fail(
+                Code::Own,
+                format!("dedup: dedup_runs must be a table this extension created, got a {other}"),
+            )
         }
     }
     let bad: Option<String> = db
@@ -530,12 +418,20 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
             |r| r.get(0),
         )
         .optional()
-        .map_err(|e| DedupError::new(format!("dedup: dedup_runs has no column run, got {e}")))?;
+        .map_err(|e| {
+            DedupError::new(
+                Code::Own,
+                format!("dedup: dedup_runs has no column run, got {e}"),
+            )
+        })?;
     if let Some(v) = bad {
-        return fail(format!(
-            "dedup: dedup_runs.run must hold integers, got {}",
-            crate::sqlite::ground::shown::truncate(&v, 60)
-        ));
+        return fail(
+            Code::Own,
+            format!(
+                "dedup: dedup_runs.run must hold integers, got {}",
+                crate::sqlite::ground::shown::truncate(&v, 60)
+            ),
+        );
     }
     let max: Option<i64> =
         db.query_row("SELECT max(run) FROM main.dedup_runs", [], |r| r.get(0))?;
@@ -549,7 +445,7 @@ pub fn next_run(db: &Connection) -> Result<i64, DedupError> {
 fn create_archive_view(db: &Connection, source: &Source) -> Result<(), DedupError> {
     let body = schema::archive_view_body(db, source, None)?;
     // (With `against`, the other database's window slots too: its rows
-    // its earlier runs removed in phases 4-5, run/against.rs.)
+    // its earlier runs removed in phases 4-5, inputs/against/copied.rs.)
     db.execute_batch(&format!(
         "DROP VIEW IF EXISTS temp._dedup_archive; CREATE TEMP VIEW _dedup_archive AS {body}
          UNION ALL SELECT NULL, dedup_rowid, dedup_phase, NULL, url, NULL, content, parsed, NULL, NULL, NULL

@@ -52,7 +52,7 @@ pub struct Report {
     /// run (full, nothing to say).
     pub kind: Option<RunKind>,
     /// With `against`: what the run compared there.
-    pub against: Option<crate::sqlite::pipeline::run::against::Compared>,
+    pub against: Option<crate::sqlite::pipeline::inputs::against::Compared>,
 }
 
 /// The query that lists the rows of `source` a run skips for bad values,
@@ -161,14 +161,14 @@ impl Report {
             kept_apart,
             drift,
             kind,
-            against: crate::sqlite::pipeline::run::against::compared(db)?,
+            against: crate::sqlite::pipeline::inputs::against::compared(db)?,
         })
     }
 
     /// The report as the shell prints it, one line per fact.
     ///
     /// ```
-    /// use dedup::sqlite::pipeline::run::against::Compared;
+    /// use dedup::sqlite::pipeline::inputs::against::Compared;
     /// use dedup::sqlite::pipeline::run::report::Report;
     /// let r = Report { run: 1, rows_before: 5, rows_after: 3, removed: vec![(2, 2)],
     ///                  skipped: vec![(4, "content is a BLOB".into())], skipped_total: 1,

@@ -3,6 +3,7 @@
 //! columns back to their old values, then the run forgotten. Runs inside
 //! [`crate::sqlite::ground::atomic::atomically`]: all of it or nothing.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::sqlite::ground::error::{fail, DedupError};
@@ -54,7 +55,7 @@ type Moved = Vec<(Option<i64>, i64)>;
 /// The latest run: its number, its table and its `columns` setting.
 fn latest_run(db: &Connection) -> Result<(i64, String, Columns), DedupError> {
     if schema::object_type(db, "dedup_runs")?.is_none() {
-        return fail("dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
+        return fail(Code::State, "dedup_restore: nothing to undo, got no dedup_runs table (no run was applied to this database, or every run was undone)".into());
     }
     let last = next_run(db)? - 1;
     let Some((run, settings)) = db
@@ -65,7 +66,10 @@ fn latest_run(db: &Connection) -> Result<(i64, String, Columns), DedupError> {
         )
         .optional()?
     else {
-        return fail("dedup_restore: nothing to undo, got no run in dedup_runs".into());
+        return fail(
+            Code::State,
+            "dedup_restore: nothing to undo, got no run in dedup_runs".into(),
+        );
     };
     let columns = match &settings {
         rusqlite::types::Value::Text(json) => {
@@ -82,7 +86,7 @@ fn latest_run(db: &Connection) -> Result<(i64, String, Columns), DedupError> {
             )?
             .map(|v| match v {
                 rusqlite::types::Value::Text(t) => Ok(t),
-                _ => fail(format!(
+                _ => fail(Code::Own, format!(
                     "dedup_restore: the table of run {run} must be a name, got a value of another type in dedup_runs.settings"
                 )),
             })
@@ -107,10 +111,13 @@ fn check_archive(db: &Connection) -> Result<(), DedupError> {
                 db.execute_batch(create)?;
             }
             other => {
-                return fail(format!(
+                return fail(
+                    Code::Own,
+                    format!(
                 "dedup_restore: {name} must be the archive table this extension created, got {}",
                 other.map_or("none".to_string(), |k| format!("a {k}"))
-            ))
+            ),
+                )
             }
         }
     }
@@ -119,7 +126,7 @@ fn check_archive(db: &Connection) -> Result<(), DedupError> {
         .iter()
         .find(|m| !archive_cols.iter().any(|c| c.name.eq_ignore_ascii_case(m)))
     {
-        return fail(format!(
+        return fail(Code::Own, format!(
             "dedup_restore: dedup_removed lacks its column {m}, got a table this extension did not create"
         ));
     }
@@ -198,7 +205,7 @@ fn restore_survivors(
         );
         if let Err(e) = db.execute(&update, params![run, name]) {
             if !refused(&e) {
-                return fail(format!(
+                return fail(Code::of(&e), format!(
                     "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}"
                 ));
             }
@@ -213,7 +220,7 @@ fn restore_survivors(
             let one = format!("{update} AND w.dedup_rowid = ?3");
             let first = first_refused(db, &ids, |id| db.execute(&one, params![run, name, id]))
                 .map(|(id, _)| id);
-            return fail(format!(
+            return fail(Code::of(&e), format!(
                 "dedup_restore: restoring column {q} of the survivors failed, nothing was changed: {e}{}",
                 first.map_or(String::new(), |id| format!(
                     " (the first survivor refused: rowid {id}, its old value {})",
@@ -308,9 +315,12 @@ fn put_rows_back(
     ) {
         Ok(n) => n,
         Err(e) if !refused(&e) => {
-            return fail(format!(
+            return fail(
+                Code::of(&e),
+                format!(
                 "dedup_restore: putting the rows of run {run} back failed, nothing was changed: {e}"
-            ))
+            ),
+            )
         }
         Err(e) => {
             // (Which row: each tried alone, in the same order, then undone.)
@@ -326,7 +336,7 @@ fn put_rows_back(
             let first =
                 first_refused(db, &ids, |id| db.execute(&one, params![run, id])).map(|(id, _)| id);
             let url = source.column("url").map(|c| quote_ident(&c));
-            return fail(format!(
+            return fail(Code::of(&e), format!(
                 "dedup_restore: putting the rows of run {run} back failed, nothing was changed: {e}{}",
                 first.map_or(String::new(), |id| format!(
                     " (the first row refused: rowid {id}{})",
@@ -359,10 +369,13 @@ fn put_rows_back(
             db.execute(&sql, [archive_row])
         };
         result.map_err(|e| {
-            DedupError::new(format!(
-                "dedup_restore: putting back rowid {} failed, nothing was changed: {e}",
-                old.map_or("(not an integer)".to_string(), |o| o.to_string())
-            ))
+            DedupError::new(
+                Code::of(&e),
+                format!(
+                    "dedup_restore: putting back rowid {} failed, nothing was changed: {e}",
+                    old.map_or("(not an integer)".to_string(), |o| o.to_string())
+                ),
+            )
         })?;
         moved.push((*old, db.last_insert_rowid()));
     }

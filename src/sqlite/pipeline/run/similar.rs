@@ -45,6 +45,7 @@
 //! table's constraints refuse, a statement that uses a table besides;
 //! each leaves the database as it was.
 
+use crate::sqlite::ground::error::Code;
 use crate::sqlite::pipeline::mode::RunMode;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, Result};
@@ -172,12 +173,12 @@ fn ask<T>(
     let Some(recorded) = recorded_settings(db)? else {
         // (Running once helps only when the settings' runs keep an index.)
         if let Some(why) = always_full(&settings_read::read(db, NAME, settings)?, &RunMode::All) {
-            return fail(format!(
+            return fail(Code::State, format!(
                 "{NAME}: no incremental index, got settings whose runs keep none: {why} makes every run full \
                  (docs/incremental.md); a run without it leaves the index this answers from"
             ));
         }
-        return fail(format!(
+        return fail(Code::State, format!(
             "{NAME}: no incremental index yet, got a database no run has left one in: run SELECT dedup_run() once, then ask again"
         ));
     };
@@ -215,7 +216,7 @@ fn ask<T>(
 /// The error of a call whose statement uses a table besides (or of a plan
 /// refused because one of `dedup_plan()` is pending on the connection).
 fn in_a_read() -> DedupError {
-    DedupError::new(format!(
+    DedupError::new(Code::State, format!(
         "{NAME}: must be a statement of its own with its arguments as values (SELECT * FROM {NAME}(?1, ?2), or SELECT {NAME}(?1, ?2) for JSON), \
          got a statement that also reads or writes a table (a subquery, a join, INSERT ... SELECT) or a plan of dedup_plan() still pending on \
          the connection: taking the page back would abort the statement's other reads; read the page first, store the answer afterwards; \
@@ -265,11 +266,14 @@ fn add(db: &Connection, source: &Source, page: &Page) -> std::result::Result<i64
     );
     db.execute(&sql, params_from_iter(columns.iter().map(|(_, v)| v)))
         .map_err(|e| {
-            DedupError::new(format!(
-                "{NAME}: the table {} refuses the page ({}); nothing was changed",
-                quote_ident(&source.table),
-                DedupError::from(e)
-            ))
+            DedupError::new(
+                Code::Blocked,
+                format!(
+                    "{NAME}: the table {} refuses the page ({}); nothing was changed",
+                    quote_ident(&source.table),
+                    DedupError::from(e).words()
+                ),
+            )
         })?;
     Ok(db.last_insert_rowid())
 }
@@ -290,10 +294,13 @@ fn given_columns(
         |r| r.get(0),
     )?;
     if !object {
-        return fail(format!(
-            "{NAME}: page must be a JSON object of the page's columns, got {}",
-            excerpt(json)
-        ));
+        return fail(
+            Code::Argument,
+            format!(
+                "{NAME}: page must be a JSON object of the page's columns, got {}",
+                excerpt(json)
+            ),
+        );
     }
     let mut stmt = db.prepare("SELECT key, value, type FROM json_each(?1)")?;
     let pairs = stmt
@@ -308,16 +315,20 @@ fn given_columns(
     let mut out = Vec::new();
     for (key, value, kind) in pairs {
         let Some(column) = source.column(&key) else {
-            return fail(format!(
-                "{NAME}: page names a column {} does not have, got '{}'",
-                quote_ident(&source.table),
-                key.replace('\'', "''")
-            ));
+            return fail(
+                Code::Argument,
+                format!(
+                    "{NAME}: page names a column {} does not have, got '{}'",
+                    quote_ident(&source.table),
+                    key.replace('\'', "''")
+                ),
+            );
         };
         if kind == "object" || kind == "array" {
-            return fail(format!(
-                "{NAME}: page's {key} must be a text, a number or null, got a JSON {kind}"
-            ));
+            return fail(
+                Code::Argument,
+                format!("{NAME}: page's {key} must be a text, a number or null, got a JSON {kind}"),
+            );
         }
         out.push((column, value));
     }

@@ -77,7 +77,7 @@ pub struct RowValues<'a> {
     pub crawled: ValueRef<'a>,
     /// (as above)
     pub length: ValueRef<'a>,
-    /// The `prefer` setting's key (`run/prefer.rs`).
+    /// The `prefer` setting's key (`inputs/prefer.rs`).
     pub prefer_key: Option<&'a [u8]>,
     /// `boilerplate = 'strip'`: the title as chrome counting counts it.
     pub title_key: Option<&'a [u8]>,
@@ -247,7 +247,7 @@ fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
             Some(last) => last,
             None => {
                 return encode(&columns)
-                    .map_err(|e| user_error(FUNCTION, "the batch cannot be written", &e))
+                    .map_err(|e| user_error(FUNCTION, "the batch cannot be written", e.as_str()))
             }
         },
     };
@@ -291,7 +291,7 @@ fn batch(db: &Connection, lo: Option<i64>, hi: Option<i64>) -> Result<Vec<u8>> {
             )
         })?;
     }
-    encode(&columns).map_err(|e| user_error(FUNCTION, "the batch cannot be written", &e))
+    encode(&columns).map_err(|e| user_error(FUNCTION, "the batch cannot be written", e.as_str()))
 }
 
 /// Registers `dedup_rows_arrow`.
@@ -312,8 +312,9 @@ pub fn register(db: &Connection) -> Result<()> {
                 |r| r.get(0),
             )?;
             if !exists {
-                return Err(user_error(
+                return Err(crate::sqlite::ground::arguments::coded_error(
                     FUNCTION,
+                    crate::sqlite::ground::error::Code::State,
                     "no rows are prepared on this connection",
                     "no temp._dedup_rows (run dedup_prepare first)",
                 ));

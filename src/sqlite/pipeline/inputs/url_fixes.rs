@@ -14,6 +14,7 @@
 //! Errors: the setting without the table (probe first), a table that is not
 //! one, a row whose `https` or `drop_www` is not 0, 1 or NULL.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::sqlite::ground::error::{fail, DedupError};
@@ -38,11 +39,11 @@ pub fn load(db: &Connection, s: &Settings) -> Result<(), DedupError> {
     match object_type(db, TABLE)?.as_deref() {
         Some("table") => {}
         None => {
-            return fail(format!(
+            return fail(Code::State, format!(
                 "dedup: fix_urls uses the hosts' answers in {TABLE}, got no such table (probe them first: sqlite-dedup fix-urls DB, or sqlite_dedup.fix_urls(conn) in Python); nothing was changed"
             ))
         }
-        Some(other) => return fail(format!("dedup: {TABLE} must be a table, got a {other}")),
+        Some(other) => return fail(Code::Own, format!("dedup: {TABLE} must be a table, got a {other}")),
     }
     let bad: Option<String> = db
         .query_row(
@@ -56,13 +57,16 @@ pub fn load(db: &Connection, s: &Settings) -> Result<(), DedupError> {
         )
         .optional()
         .map_err(|e| {
-            DedupError::new(format!(
-                "dedup: {TABLE} must have columns host, https and drop_www, got {}",
-                DedupError::from(e)
-            ))
+            DedupError::new(
+                Code::Own,
+                format!(
+                    "dedup: {TABLE} must have columns host, https and drop_www, got {}",
+                    DedupError::from(e).words()
+                ),
+            )
         })?;
     if let Some(host) = bad {
-        return fail(format!(
+        return fail(Code::Own, format!(
             "dedup: {TABLE}'s row for host {} is wrong: host must be text, https and drop_www 0, 1 or NULL; nothing was changed",
             truncate(&host, 100)
         ));

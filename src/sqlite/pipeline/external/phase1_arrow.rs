@@ -2,7 +2,7 @@
 //! as a batch of Arrow columns (a Spark DataFrame's partition), with no
 //! table between: each row through [`crate::core::phase1::prepare`], the
 //! rules the SQL runner's phase 1 runs, and out as the rows
-//! `dedup_rows_arrow` gives of a shard ([`crate::sqlite::pipeline::external::ROW_COLUMNS`],
+//! `dedup_rows_arrow` gives of a shard ([`crate::sqlite::pipeline::external::rows_arrow::ROW_COLUMNS`],
 //! the election keys included), one batch in, one batch out.
 //!
 //! The batch (`crate::core::arrow_columns`'s format) holds an Int64
@@ -16,6 +16,7 @@
 //! Cost: one pass over the rows; the output holds each row's values, keys
 //! and compared text.
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Result};
 
@@ -23,7 +24,7 @@ use crate::core::arrow_columns::{decode, encode, Cell, Column, ColumnView};
 use crate::core::phase1::{prepare, Failure, Given, PageRow, Rules, TextCell};
 use crate::sqlite::ground::arguments::{check_arity, describe, user_error, WRITES};
 use crate::sqlite::ground::error::DedupError;
-use crate::sqlite::pipeline::external::{push_row, RowValues, ROW_COLUMNS};
+use crate::sqlite::pipeline::external::rows_arrow::{push_row, RowValues, ROW_COLUMNS};
 use crate::sqlite::settings::choices::{Boilerplate, Compat};
 
 const NAME: &str = "dedup_phase1_arrow";
@@ -77,9 +78,12 @@ fn rules(db: &Connection, settings: Option<&str>) -> std::result::Result<Rules, 
         (s.boilerplate == Boilerplate::Strip, "boilerplate = 'strip'"),
     ];
     if let Some((_, name)) = refused.iter().find(|(on, _)| *on) {
-        return Err(DedupError::new(format!(
+        return Err(DedupError::new(
+            Code::Setting,
+            format!(
             "{NAME}: {name} needs the pages in a database (dedup_prepare), got it in the settings"
-        )));
+        ),
+        ));
     }
     Rules::new(
         &s.canonical_options(),
@@ -87,13 +91,13 @@ fn rules(db: &Connection, settings: Option<&str>) -> std::result::Result<Rules, 
         s.compat == Compat::Reference,
         false,
     )
-    .map_err(|e| DedupError::new(format!("{NAME}: {e}")))
+    .map_err(|e| DedupError::new(Code::Setting, format!("{NAME}: {e}")))
 }
 
 /// The batch's rows through phase 1, as a batch of [`ROW_COLUMNS`].
 fn batch(blob: &[u8], rules: &mut Rules) -> Result<Vec<u8>> {
-    let (rows, columns) =
-        decode(blob).map_err(|e| user_error(NAME, "batch must be a batch of Arrow columns", &e))?;
+    let (rows, columns) = decode(blob)
+        .map_err(|e| user_error(NAME, "batch must be a batch of Arrow columns", e.as_str()))?;
     prepare_columns(rows, &columns, rules)
 }
 
@@ -197,7 +201,7 @@ pub fn prepare_columns(
         push_row(&mut out, &values)
             .map_err(|problem| user_error(NAME, &problem, &format!("the row with rid {id}")))?;
     }
-    encode(&out).map_err(|e| user_error(NAME, "the batch cannot be written", &e))
+    encode(&out).map_err(|e| user_error(NAME, "the batch cannot be written", e.as_str()))
 }
 
 /// Registers `dedup_phase1_arrow`.

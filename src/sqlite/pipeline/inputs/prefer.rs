@@ -13,6 +13,7 @@
 //! Cost: one read of the table (or of the range's rows) and one sort
 //! (ranks), or two reads and two sorts of the range's rows (keys).
 
+use crate::sqlite::ground::error::Code;
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::core::ordering::{self, TermOrder};
@@ -84,12 +85,12 @@ pub fn write(
             )?;
         }
         if let Err(e) = db.prepare(&format!("SELECT 1 FROM {table} ORDER BY {term}")) {
-            return fail(format!(
+            return fail(Code::Setting, format!(
                 "dedup: prefer term {} must be an SQL ordering term over the columns of {}, got {}: {}; nothing was changed",
                 i + 1,
                 quote_ident(&source.table),
                 shown::excerpt(term),
-                shown::truncate(&DedupError::from(e).to_string(), 200)
+                shown::truncate(DedupError::from(e).words(), 200)
             ));
         }
     }
@@ -123,7 +124,7 @@ fn prefer_failed(
     terms: &[String],
     e: rusqlite::Error,
 ) -> DedupError {
-    let message = shown::truncate(&DedupError::from(e).to_string(), 200);
+    let message = shown::truncate(DedupError::from(e).words(), 200);
     let table = source.qualified();
     let rowid = source.rowid;
     let culprit = (|| -> Option<(usize, i64)> {
@@ -147,7 +148,7 @@ fn prefer_failed(
         }
         None
     })();
-    DedupError::new(match culprit {
+    DedupError::new(Code::Setting, match culprit {
         Some((i, id)) => format!(
             "dedup: prefer term {} ({}) failed on the row of {} whose rowid is {id}: {message}; nothing was changed",
             i + 1,
@@ -186,6 +187,7 @@ fn compiled_order(db: &Connection, source: &Source, terms: &str) -> Result<Vec<T
         }
     }
     ordering::parse_key_info(&found.ok_or("no comparison in the ranking")?)
+        .map_err(|e| e.to_string())
 }
 
 /// `temp._dedup_prefer.prefer_key` for the rows whose rowid is in [lo, hi)
@@ -201,7 +203,7 @@ fn write_keys(
 ) -> Result<(), DedupError> {
     let table = source.qualified();
     let refuse = |why: String| -> Result<(), DedupError> {
-        fail(format!(
+        fail(Code::Setting, format!(
             "dedup: prefer for a run that elects elsewhere (Spark) needs each term as one ordering term, \
              expression [ASC|DESC] [NULLS FIRST|LAST], of collation BINARY, NOCASE or RTRIM: {why}; \
              nothing was changed"

@@ -7,11 +7,11 @@
 //! the other database's.
 //!
 //! On a connection of its own to the other file (read-only, SQLite's
-//! functions and this extension's, [`super::against::open`]), this table's
+//! functions and this extension's, [`super::other::Other::open`]), this table's
 //! rows are copied into `temp._dedup_extra` with rids above every rowid
 //! there (so the election's last rule still keeps the page that was there
 //! first), the table's view there takes them in ([`extend_source`]), and
-//! the run plans them as new rows ([`super::plan::plan`] with
+//! the run plans them as new rows (`run::plan::plan` with
 //! `RunMode::There`). Its removals of these rows, and the pages among them it
 //! keeps apart, come back with their rids here ([`write_plan`]); a
 //! survivor there is named in a note (`survivor in last-month.db, rowid
@@ -24,7 +24,7 @@
 //! settings, nothing edited), and, in window mode, when this table has no
 //! window slots of its own (rows earlier runs here removed in phases 4-5,
 //! which that database's index does not hold). Otherwise the pages are
-//! copied ([`super::against::load`]).
+//! copied ([`super::copied`]).
 //!
 //! Cost: a copy of this table's rows to the other connection, and an
 //! incremental plan there of as many new rows.
@@ -32,7 +32,8 @@
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
-use crate::sqlite::ground::error::DedupError;
+use super::other::Other;
+use crate::sqlite::ground::error::{Code, DedupError};
 use crate::sqlite::pipeline::incremental::run_kind::why_full;
 use crate::sqlite::pipeline::mode::{Made, PlanRow, RunMode};
 use crate::sqlite::settings::choices::NearMode;
@@ -40,63 +41,75 @@ use crate::sqlite::settings::values::{Origin, Settings};
 use crate::sqlite::tables::schema::{self, Source, PAGE_COLUMNS};
 
 /// The plan of this table's rows made on the other database against its
-/// index, or `None` when the run is not `against` another database or
-/// that database's next run would not be incremental (then the pages are
-/// compared by copy). `plan` is the runner ([`super::plan::plan`]), run on
-/// the other connection: whether it planned incrementally, and the rows
-/// it planned for. `temp._dedup_source` is this table's view.
+/// index, or `None` when that database's next run would not be
+/// incremental with these settings, or in window mode this table has
+/// window slots of its own (then the pages are copied: [`super::decide`]).
+/// `plan` is the runner ([`crate::sqlite::pipeline::run::plan::plan`]), run
+/// on the other connection: whether it planned incrementally, and the rows
+/// it planned for. `temp._dedup_source` is this table's view. On `None`
+/// the other connection is as [`super::other::Other::open`] left it.
 pub fn plan_there(
     db: &Connection,
     s: &Settings,
-    mode: &RunMode,
+    other: &Other,
     plan: impl Fn(&Connection, &Settings) -> Result<(bool, i64), DedupError>,
 ) -> Result<Option<Made>, DedupError> {
-    if s.against.is_empty() || *mode != RunMode::All || !s.prefer.is_empty() {
-        return Ok(None);
-    }
     if s.near_mode == NearMode::Window && has_window_slots(db)? {
         return Ok(None);
     }
-    let (path, name) = super::against::resolve(db, s)?;
-    // Safety: the caller's connection, on this thread, outlives the link.
-    let _link = unsafe { crate::sqlite::ground::interrupt::Link::new(db.handle()) };
-    let theirs = super::against::open(&path, &name, s.busy_timeout)?;
+    let theirs = &other.conn;
     let their_settings = Settings {
         against: String::new(),
         against_from: Origin::Caller,
         ..s.clone()
     };
-    let json = their_settings.to_json(&theirs)?;
-    if schema::object_type(&theirs, "dedup_index_state")?.as_deref() != Some("table")
-        || why_full(&theirs, &their_settings, &RunMode::There, &json)?.is_some()
+    let json = their_settings.to_json(theirs)?;
+    if schema::object_type(theirs, "dedup_index_state")?.as_deref() != Some("table")
+        || why_full(theirs, &their_settings, &RunMode::There, &json)?.is_some()
     {
         return Ok(None);
     }
-    // (The file stays read-only, opened so; the plan writes temp tables.)
+    // (The file stays read-only, opened so; the plan writes temp tables,
+    // in one transaction there, as a run's here: the plan's temp writes
+    // are not each a transaction of their own, and it reads one state.)
     theirs.execute_batch("PRAGMA query_only = 0;")?;
-    crate::sqlite::ground::registrar::register(&theirs)?;
-    let their = Source::inspect_mapped(&theirs, &s.table, &s.columns).map_err(|e| {
-        DedupError::new(format!(
-            "dedup: against {name}: {}",
-            super::against::without_prefix(&e)
-        ))
-    })?;
-    let here = Source::inspect_mapped(db, &s.table, &s.columns)?;
-    super::against::refuse_a_copy(db, &here, &theirs, &their, &name)?;
-    // (One transaction there, as a run's here: the plan's temp writes are
-    // not each a transaction of their own, and it reads one state.)
+    crate::sqlite::ground::registrar::register(theirs)?;
     theirs.execute_batch("BEGIN")?;
-    let offset = copy_rows(db, &theirs, &their, &name)?;
-    let (incremental, rows_before) = match plan(&theirs, &their_settings) {
+    let made = made_there(db, other, &their_settings, plan);
+    if !matches!(made, Ok(Some(_))) {
+        // (Back as opened, for the copy: its temp writes undone.)
+        let back = if theirs.is_autocommit() {
+            Ok(())
+        } else {
+            theirs.execute_batch("ROLLBACK")
+        }
+        .and_then(|()| theirs.execute_batch("PRAGMA query_only = 1;"));
+        if made.is_ok() {
+            back?;
+        }
+    }
+    made
+}
+
+/// [`plan_there`]'s plan, in the transaction there.
+fn made_there(
+    db: &Connection,
+    other: &Other,
+    their_settings: &Settings,
+    plan: impl Fn(&Connection, &Settings) -> Result<(bool, i64), DedupError>,
+) -> Result<Option<Made>, DedupError> {
+    let (theirs, name) = (&other.conn, &other.name);
+    let offset = copy_rows(db, theirs, &other.source, name)?;
+    let (incremental, rows_before) = match plan(theirs, their_settings) {
         Ok(planned) => planned,
         // (Its index holds what its runs never write: its pages are
         // compared by copy instead, which reads no index.)
-        Err(e) if e.kind() == crate::sqlite::ground::error::Kind::WrongType => return Ok(None),
+        Err(e) if e.is_wrong_type() => return Ok(None),
         Err(e) => {
-            return Err(DedupError::new(format!(
-                "dedup: against {name}: {}",
-                super::against::without_prefix(&e)
-            )))
+            return Err(DedupError::new(
+                Code::Against,
+                format!("dedup: against {name}: {}", e.words()),
+            ))
         }
     };
     if !incremental {
@@ -109,10 +122,10 @@ pub fn plan_there(
         [],
         |r| r.get(0),
     )?;
-    let rows = plan_rows(&theirs, offset, first, &name)?;
+    let rows = plan_rows(theirs, offset, first, name)?;
     Ok(Some(Made {
         rows,
-        there: name,
+        there: name.clone(),
         compared: rows_before - added,
     }))
 }
@@ -166,9 +179,12 @@ fn copy_rows(
             .and_then(|a| a.checked_sub(low))
             .map(|o| o.max(0))
             .ok_or_else(|| {
-                DedupError::new(format!(
+                DedupError::new(
+                    Code::Against,
+                    format!(
                     "dedup: against {name}: no rids are left above its rowids; nothing was changed"
-                ))
+                ),
+                )
             })?,
     };
     let columns = PAGE_COLUMNS.join(", ");
@@ -185,9 +201,12 @@ fn copy_rows(
         let rid: i64 = row.get(0)?;
         values.push(Value::Integer(rid.checked_add(offset).ok_or_else(
             || {
-                DedupError::new(format!(
+                DedupError::new(
+                    Code::Against,
+                    format!(
                     "dedup: against {name}: no rids are left above its rowids; nothing was changed"
-                ))
+                ),
+                )
             },
         )?));
         for i in 1..=PAGE_COLUMNS.len() {
@@ -260,29 +279,5 @@ pub fn extend_source(db: &Connection, source: &Source) -> Result<(), DedupError>
         source.qualified(),
         extra.join(", ")
     ))?;
-    Ok(())
-}
-
-/// The plan made there as `dedup_apply_plan` reads one:
-/// `temp._dedup_external`.
-pub fn write_plan(db: &Connection, made: &Made) -> Result<(), DedupError> {
-    db.execute_batch(
-        "DROP TABLE IF EXISTS temp._dedup_external;
-         CREATE TEMP TABLE _dedup_external (rid INTEGER, phase INTEGER, reason TEXT, survivor INTEGER,
-           ratio REAL, rewrite_url TEXT, note TEXT);",
-    )?;
-    let mut write =
-        db.prepare("INSERT INTO temp._dedup_external VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
-    for r in &made.rows {
-        write.execute(rusqlite::params![
-            r.rid,
-            r.phase,
-            r.reason,
-            r.survivor,
-            r.ratio,
-            r.rewrite_url,
-            r.note
-        ])?;
-    }
     Ok(())
 }
