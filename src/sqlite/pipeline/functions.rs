@@ -10,11 +10,12 @@ use rusqlite::{Connection, Result};
 
 use super::external::{phase1_arrow, rows_arrow};
 use super::mode::RunMode;
-use super::run::{apply, kept_apart, plan, progress, report, restore, similar};
+use super::run::{apply, kept_apart, label, plan, progress, report, restore, similar};
 use super::scripts;
 use crate::sqlite::ground::atomic::{atomically, Lock};
-use crate::sqlite::ground::error::{Code, DedupError};
+use crate::sqlite::ground::error::{fail, Code, DedupError};
 use crate::sqlite::pipeline::incremental::{index_bands, index_functions, snapshot};
+use crate::sqlite::settings::choices::Action;
 use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema;
 
@@ -95,7 +96,15 @@ fn dedup_run(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_run", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_run", |db| {
             let s = read_settings(db, "dedup_run", json.as_deref())?;
-            plan::plan(db, &s, &RunMode::All)?;
+            let planned = plan::plan(db, &s, &RunMode::All)?;
+            if s.action == Action::Label {
+                let labelled = label::write(db)?;
+                let report = report::Report::read(db, &planned)?;
+                return Ok(format!(
+                    "{}\n(labelled, not applied: {labelled} rows in dedup_clusters, nothing deleted)",
+                    report.to_text().replacen("run ", "labels of run ", 1)
+                ));
+            }
             progress::phase(
                 "apply",
                 scripts::PHASES.len() + 1,
@@ -119,6 +128,9 @@ fn dedup_plan(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Read, timeout, "dedup_plan", |db| {
             let s = read_settings(db, "dedup_plan", json.as_deref())?;
+            if s.action == Action::Label {
+                return fail(Code::Setting, "dedup_plan: action 'label' works with dedup_run only (a label run deletes nothing: it has no plan to apply)".into());
+            }
             let planned = plan::plan(db, &s, &RunMode::All)?;
             let columns = planned.columns()?;
             snapshot::take(

@@ -116,6 +116,9 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             }
         };
     }
+    if s.action == crate::sqlite::settings::choices::Action::Label && !s.against.is_empty() {
+        return fail(Code::Setting, "dedup: action 'label' cannot be combined with against (the labels are of this table's rows; a cluster's representative may be a page of the other database)".into());
+    }
     if s.compat == Compat::Reference && s.fix_urls {
         return fail(Code::Setting, "dedup: fix_urls cannot be combined with compat = 'reference' (that is the reference with its own fix_urls off, as its outputs here were made; our answers are per host, its probes per URL)".into());
     }

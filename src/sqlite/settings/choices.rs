@@ -61,6 +61,17 @@ choice! {
 }
 
 choice! {
+    /// `action`: what a run does with the rows it finds duplicates.
+    Action {
+        /// Deletes them, archived for `dedup_restore()` (the pipeline).
+        Delete = "delete",
+        /// Deletes nothing: every row labelled with its cluster in
+        /// `dedup_clusters`.
+        Label = "label",
+    } default Delete
+}
+
+choice! {
     /// `compat`: the project's behaviour or the reference's.
     Compat {
         /// The project's defaults.

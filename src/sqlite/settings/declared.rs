@@ -14,7 +14,7 @@
 
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::ground::json::json_string;
-use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
+use crate::sqlite::settings::choices::{Action, Boilerplate, Compat, LshElection, NearMode};
 use crate::sqlite::settings::values::Settings;
 use rusqlite::types::Value;
 
@@ -137,7 +137,7 @@ fn text(v: Value) -> String {
 }
 
 /// Every setting, in the order `dedup_runs.settings` records them.
-pub const SETTINGS: [Setting; 23] = [
+pub const SETTINGS: [Setting; 24] = [
     Setting {
         name: "threshold",
         kind: Kind::Unit { null_is_off: false },
@@ -322,6 +322,16 @@ pub const SETTINGS: [Setting; 23] = [
         cli: Some(Cli { flag: "--lsh-shingle-size", metavar: "N", help: "lsh mode: characters or words a shingle (default 5)" }),
         value: |s| Value::Integer(s.lsh_shingle_size),
         set: |s, v| s.lsh_shingle_size = integer(&v),
+    },
+    Setting {
+        name: "action",
+        kind: Kind::Choice { words: Action::WORDS, null: NullIs::Word("delete") },
+        rule: "must be 'delete' (the duplicates are removed) or 'label' (every row labelled with its cluster in dedup_clusters, nothing deleted)",
+        recorded: Recorded::Never,
+        run_row: None,
+        cli: Some(Cli { flag: "--action", metavar: "", help: "'label': delete nothing, write every row's cluster to dedup_clusters (default delete)" }),
+        value: |s| Value::Text(s.action.as_str().into()),
+        set: |s, v| s.action = Action::from_word(&text(v)).unwrap_or_default(),
     },
     Setting {
         name: "full",

@@ -2,7 +2,7 @@
 //! checked, its closed choices enums, each default once.
 
 use crate::core::sketch::ShingleKind;
-use crate::sqlite::settings::choices::{Boilerplate, Compat, LshElection, NearMode};
+use crate::sqlite::settings::choices::{Action, Boilerplate, Compat, LshElection, NearMode};
 
 /// Checked settings of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,9 @@ pub struct Settings {
     pub lsh_shingles: ShingleKind,
     /// `lsh` mode: the shingles' size (characters or words).
     pub lsh_shingle_size: i64,
+    /// What a run does with the duplicates it finds: delete them, or
+    /// label every row with its cluster.
+    pub action: Action,
     /// The table of pages (in the main schema).
     pub table: String,
     /// Milliseconds to wait for a lock held by another connection.
@@ -101,6 +104,7 @@ impl Default for Settings {
             lsh_rows: 4,
             lsh_shingles: ShingleKind::Char,
             lsh_shingle_size: 5,
+            action: Action::Delete,
             table: "pages".into(),
             busy_timeout: 5000,
             boilerplate: Boilerplate::default(),

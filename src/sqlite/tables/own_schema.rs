@@ -88,13 +88,20 @@ pub const OWN: [(&str, &str); 14] = [
     ),
 ];
 
+/// The table a run with `{"action": "label"}` writes (its only one): every
+/// row's cluster, nothing deleted (crate::sqlite::pipeline::run::label).
+pub const CLUSTERS: (&str, &str) = (
+    "dedup_clusters",
+    "CREATE TABLE main.dedup_clusters (dedup_rowid INTEGER PRIMARY KEY, cluster INTEGER, kept INTEGER NOT NULL, phase INTEGER, reason TEXT, survivor INTEGER, ratio REAL)",
+);
+
 /// Whether `name` is one of this extension's tables: the runs' ([`OWN`]),
-/// `dedup_settings`, the view `dedup_why`, or URL learning's
-/// (`dedup_url_*`).
+/// the labels' ([`CLUSTERS`]), `dedup_settings`, the view `dedup_why`, or
+/// URL learning's (`dedup_url_*`).
 pub fn is_own(name: &str) -> bool {
     OWN.iter()
         .map(|(own, _)| *own)
-        .chain(["dedup_settings", "dedup_why"])
+        .chain([CLUSTERS.0, "dedup_settings", "dedup_why"])
         .any(|own| own.eq_ignore_ascii_case(name))
         || name
             .as_bytes()

@@ -41,6 +41,8 @@ pub fn always_full(s: &Settings, mode: &RunMode) -> Option<&'static str> {
         // (Before the plan made elsewhere: a run against another database's
         // index is read back as one, `inputs/against/indexed.rs`.)
         Some("against (another database's pages are compared too)")
+    } else if s.action == crate::sqlite::settings::choices::Action::Label {
+        Some("action = 'label' (every row is labelled)")
     } else if *mode != RunMode::All && *mode != RunMode::There {
         Some("a plan made elsewhere (dedup_apply_plan)")
     } else if s.boilerplate == crate::sqlite::settings::choices::Boilerplate::Strip {

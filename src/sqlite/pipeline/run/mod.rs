@@ -1,7 +1,8 @@
 //! One run, in the order it runs: [`plan`] (phases 1–6 into temp tables),
 //! [`apply`] (archive, delete, rewrite, record) inside the one transaction
 //! (`crate::sqlite::ground::atomic`), the
-//! [`report`]; [`restore`] undoes the latest run; [`similar`] plans the next
+//! [`report`], or instead of the apply, [`label`] (every row's cluster,
+//! nothing deleted); [`restore`] undoes the latest run; [`similar`] plans the next
 //! run for one page (its table-valued form: [`similar_table`]). [`locate`] names the row a
 //! write was refused on; [`progress`] tells a display how far a run is;
 //! [`kept_apart`] is phase 6's aggregate. The run's inputs beside its table
@@ -10,6 +11,7 @@
 
 pub mod apply;
 pub mod kept_apart;
+pub mod label;
 pub mod locate;
 pub mod plan;
 pub mod progress;
