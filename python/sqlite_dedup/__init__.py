@@ -10,7 +10,7 @@ import json
 import os
 
 __all__ = ["loadable_path", "load", "run", "restore", "explain", "similar", "dedup", "fix_urls", "stats",
-           "ExtensionLoadError", "error_code"]
+           "ExtensionLoadError", "error_code", "dedup_file"]
 __version__ = "0.2.0"
 
 
@@ -44,6 +44,24 @@ def fix_urls(conn, table="pages", column="url", timeout=2.0, workers=8, refresh=
                               max_hosts, deadline)
 
 
+
+
+def dedup_file(src, out, db=None, fields=None, **settings):
+    """Deduplicates the corpus file `src` (.jsonl, .jsonl.gz, .parquet) into
+    `out`, of the same kind, with the settings of `dedup_run`: the kept
+    records in their order, each as given (docs/clients/command.md,
+    "sqlite-dedup dedup"). `db`: a new SQLite file to run through and keep
+    (default: a temporary one); `fields`: the file's fields for the
+    pipeline's names (`{"parsed": "body"}`). Returns {read, kept, report,
+    db}; raises ValueError naming a bad record's line, and the run's error."""
+    import sqlite3
+    from ._files import dedup_file as through
+
+    def connect(path):
+        conn = sqlite3.connect(path, isolation_level=None)
+        load(conn)
+        return conn
+    return through(connect, src, out, db=db, settings=settings, fields=fields)
 
 
 def _lend_busy_timeout(conn, ms):

@@ -175,6 +175,47 @@ def settings_of(args):
         "full": True if flag("full") else None}.items() if v is not None}}
 
 
+def dedup_file_command(args):
+    """`sqlite-dedup dedup SRC -o OUT`: a corpus file through a run (docs/clients/command.md)."""
+    from sqlite_dedup._files import FileError, dedup_file
+    try:
+        fields = json.loads(args.fields) if args.fields else {}
+        if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
+            raise ValueError("not an object of field names")
+    except ValueError as e:
+        print(f"sqlite-dedup: --columns must be a JSON object of field names, got {args.fields!r} ({e})",
+              file=sys.stderr)
+        return 1
+    tty = sys.stderr.isatty()
+
+    def say(text):
+        sys.stderr.write("\r" + text)
+        sys.stderr.flush()
+
+    def run(conn, sql, params):
+        if tty:
+            sys.stderr.write("\n")
+        return with_progress(conn, sql, params, draw=tty)
+
+    try:
+        done = dedup_file(connect, args.src, args.output, db=args.db, settings=settings_of(args),
+                          fields=fields, run=run, say=say if tty else None)
+    except KeyboardInterrupt:
+        print("sqlite-dedup: interrupted (Ctrl-C); nothing was written", file=sys.stderr)
+        return 130
+    except (FileError, OSError) as e:
+        print(f"sqlite-dedup: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # the run's error: sqlite3.Error, apsw.Error
+        print(f"sqlite-dedup: {e}", file=sys.stderr)
+        return 1
+    out = sys.stderr if args.output == "-" else sys.stdout
+    print(done["report"], file=out)
+    print(f"kept {done['kept']} of {done['read']} records in {args.output}"
+          + (f"; the run's database: {done['db']}" if done["db"] else ""), file=out)
+    return 0
+
+
 def main(argv=None):
     """The `sqlite-dedup` command: parses `argv` (default: the process's
     arguments), runs the subcommand named and returns its exit code."""
@@ -250,8 +291,25 @@ def main(argv=None):
     fix.add_argument("--max-hosts", type=int, default=1000, help="hosts probed at most (1000); the rest next time")
     fix.add_argument("--deadline", type=float, default=300.0,
                      help="seconds the whole probe may take (300); hosts left then are probed next time")
+    files = sub.add_parser("dedup", help="deduplicate a corpus file (JSONL, .jsonl.gz, Parquet) into another, "
+                                         "every field of the kept records kept")
+    files.add_argument("src", help="the corpus file: .jsonl, .jsonl.gz or .parquet (- : JSONL on stdin)")
+    files.add_argument("-o", "--output", required=True, help="the file of kept records, of the same kind (- : stdout)")
+    files.add_argument("--db", help="a new SQLite file to run through and keep (review, explain, restore); "
+                                    "default: a temporary one, removed")
+    files.add_argument("--columns", dest="fields", metavar="JSON",
+                       help="the file's fields for the pipeline's names, e.g. '{\"parsed\": \"body\"}' "
+                            "(default: the same names; text as parsed when there is no content or parsed)")
+    add_setting_flags(files, skip={"table", "against", "columns", "action"})
+    files.add_argument("--keep-params", action="store_true",
+                       help="keep all but tracking query parameters (setting discard_params = 0)")
+    add_near_mode_options(files)
+    files.add_argument("--prefer", action="append", metavar="TERM",
+                       help="an SQL ordering term over the pipeline's columns deciding which copy survives")
     sub.add_parser("spark", help="the same dedup over many shards on Apache Spark (sqlite-dedup spark run --help)")
     args = parser.parse_args(argv)
+    if args.command == "dedup":
+        return dedup_file_command(args)
     problem = database_problem(args.db)
     if problem:
         print(f"sqlite-dedup: {problem}", file=sys.stderr)
