@@ -246,7 +246,7 @@ fn in_transaction<T>(
             &breaker,
             function,
             e.code(),
-            worded(function, e.to_string()),
+            worded(function, &e),
         )),
     }
 }
@@ -255,12 +255,12 @@ fn in_transaction<T>(
 /// without saying why (`vtable constructor failed: segments`: what an
 /// interrupt gives while the constructor declares its table), said so that
 /// a user knows what happened.
-fn worded(function: &str, message: String) -> String {
-    match message.strip_prefix("vtable constructor failed: ") {
+fn worded(function: &str, e: &DedupError) -> String {
+    match e.words().strip_prefix("vtable constructor failed: ") {
         Some(name) => format!(
             "{function}: the table function {name} could not start (the call was interrupted, or memory ran out); nothing was changed"
         ),
-        None => message,
+        None => e.to_string(),
     }
 }
 
