@@ -489,13 +489,20 @@ pub fn caller_uses_tables(db: &Connection) -> Result<bool, DedupError> {
 #[cfg(test)]
 mod tests {
     use super::worded;
+    use crate::sqlite::ground::error::{Code, DedupError};
 
     #[test]
     fn a_constructor_that_failed_without_words_is_named() {
+        let said = "dedup_run: the table function segments could not start (the call was interrupted, or memory ran out); nothing was changed";
+        let bare = DedupError::new(Code::Sqlite, "vtable constructor failed: segments");
+        assert_eq!(worded("dedup_run", &bare), said);
+        // (Carried back through a run's step, the text has its code in front.)
+        let carried = DedupError::new(Code::Sqlite, bare.to_string());
+        assert_eq!(worded("dedup_run", &carried), said);
+        let other = DedupError::new(Code::Interrupted, "interrupted");
         assert_eq!(
-            worded("dedup_run", "vtable constructor failed: segments".into()),
-            "dedup_run: the table function segments could not start (the call was interrupted, or memory ran out); nothing was changed"
+            worded("dedup_run", &other),
+            "dedup[interrupted]: interrupted"
         );
-        assert_eq!(worded("dedup_run", "interrupted".into()), "interrupted");
     }
 }
