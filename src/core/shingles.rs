@@ -171,7 +171,15 @@ pub(crate) fn token_hashes_or_halt(text: &str, stop: &dyn Fn() -> bool) -> Resul
             if k % (1 << 20) == (1 << 20) - 1 && stop() {
                 return Err(Halt::Stopped);
             }
-            if crate::core::text::is_word_char(c) {
+            if crate::core::text::is_character_token(c) {
+                if !word.is_empty() {
+                    hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
+                    word.clear();
+                }
+                let mut utf8 = [0u8; 4];
+                let one = c.encode_utf8(&mut utf8).as_bytes();
+                hashes.push(token_hash(one, 0, one.len(), false));
+            } else if crate::core::text::is_word_char(c) {
                 word.push(c);
             } else if !word.is_empty() {
                 hashes.push(token_hash(word.as_bytes(), 0, word.len(), false));
@@ -274,9 +282,32 @@ mod tests {
         assert_eq!(resemblance(&a, &b), 1.0);
     }
 
+    #[test]
+    fn chinese_sentences_resemble_as_their_length_says() {
+        // 30 characters, the 8th and the 23rd changed: of the 26 character
+        // 5-grams of each, 10 hold a changed character (5 each, apart), so
+        // 16 are shared of 26 + 10 in all.
+        let none = Stopwords::default();
+        let a = "这篇文章对刚接触命令行的新手以及具有命令行使用经验的人都有用";
+        let b = "这篇文章对刚接解命令行的新手以及具有命令行便用经验的人都有用";
+        assert_eq!(a.chars().count(), 30);
+        let (x, y) = (Shingles::new(a, 5, &none), Shingles::new(b, 5, &none));
+        assert_eq!((x.len(), y.len()), (26, 26));
+        assert_eq!(resemblance(&x, &y), 16.0 / 36.0);
+        // Latin words beside them stay words.
+        let c = Shingles::new("Linux 这篇文章", 2, &none);
+        assert_eq!(c.len(), 4); // linux+这, 这篇, 篇文, 文章
+    }
+
     proptest! {
         #[test]
         fn ascii_tokens_hash_like_words(s in "[a-zA-Z0-9 ,.\n-]{0,300}") {
+            let words: Vec<u64> = crate::core::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
+            prop_assert_eq!(token_hashes(&s), words);
+        }
+
+        #[test]
+        fn any_tokens_hash_like_words(s in "[a-zA-Zé0-9 ,.\n東京数据库けにカ한국어ภาษาไทย²½-]{0,200}") {
             let words: Vec<u64> = crate::core::text::words(&s).map(|w| token_hash(w.as_bytes(), 0, w.len(), false)).collect();
             prop_assert_eq!(token_hashes(&s), words);
         }

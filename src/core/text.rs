@@ -390,12 +390,22 @@ fn collapse_ascii<const FAST: bool>(
 }
 
 /// Splits text into tokens as Text::DeDuper does (`lc`, then runs of
-/// `[[:alnum:]]`): the whole text is lowercased character by character
-/// (Unicode's full lowercase mapping without context, as Perl's `lc`: `Σ`
-/// is always `σ`, `İ` becomes `i` and a combining dot), then split into
-/// maximal runs of word characters: letters (Alphabetic) and decimal
-/// digits (Nd) — not superscript digits or vulgar fractions (No), which
-/// `char::is_alphanumeric` would accept.
+/// `[[:alnum:]]`), except in scripts written without spaces between words:
+/// the whole text is lowercased character by character (Unicode's full
+/// lowercase mapping without context, as Perl's `lc`: `Σ` is always `σ`,
+/// `İ` becomes `i` and a combining dot), then split into maximal runs of
+/// word characters: letters (Alphabetic) and decimal digits (Nd) — not
+/// superscript digits or vulgar fractions (No), which
+/// `char::is_alphanumeric` would accept. A character of a script that
+/// [`is_character_token`] names is a token by itself (Text::DeDuper makes
+/// a whole Han run one token, so two Chinese sentences differing in one
+/// character share nothing).
+///
+/// ```
+/// use dedup::text::words;
+/// let tokens: Vec<String> = words("Linux向けに書いています, 2 TIMES").collect();
+/// assert_eq!(tokens, ["linux", "向", "け", "に", "書", "い", "て", "い", "ま", "す", "2", "times"]);
+/// ```
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     let mut chars = text.chars().flat_map(char::to_lowercase).peekable();
     std::iter::from_fn(move || {
@@ -404,6 +414,13 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         }
         let mut word = String::new();
         while let Some(&c) = chars.peek() {
+            if is_character_token(c) {
+                if word.is_empty() {
+                    word.push(c);
+                    chars.next();
+                }
+                break;
+            }
             if !is_word_char(c) {
                 break;
             }
@@ -412,6 +429,28 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         }
         (!word.is_empty()).then_some(word)
     })
+}
+
+/// Whether `c` is a token by itself in [`words`]: a letter of Han
+/// (ideographs, their extensions and compatibility forms), Hiragana,
+/// Katakana, Hangul syllables, Thai, Lao, Khmer or Myanmar. Each character
+/// a token was chosen over character bigrams and over a dictionary
+/// segmenter (jieba) by measurement on real Chinese, Japanese and Korean
+/// text: `benches/cjk_tokens.py`, results in `benches/results/`.
+pub fn is_character_token(c: char) -> bool {
+    matches!(u32::from(c),
+        0x0E00..=0x0EFF // Thai, Lao
+        | 0x1000..=0x109F // Myanmar
+        | 0x1780..=0x17FF // Khmer
+        | 0x3040..=0x30FF // Hiragana, Katakana
+        | 0x31F0..=0x31FF // Katakana phonetic extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0xFF66..=0xFF9D // halfwidth Katakana
+        | 0x20000..=0x3FFFF // CJK extensions B onwards
+    ) && is_word_char(c)
 }
 
 /// At most `max` characters of `text` for a message (`...` appended when

@@ -4,7 +4,13 @@ Turkish dotted capitals, German sharp s, superscripts, fractions, digits of
 other scripts, combining marks, CJK. n = 1 compares the token sets
 directly; n = 2 and 3 the shingles (texts long enough that the module's
 no-n-gram rule for short texts does not apply, tokens that cannot collide
-when the module joins them without a separator)."""
+when the module joins them without a separator).
+
+Where we differ on purpose: a character of a script written without spaces
+(Han, Kana, Hangul, Thai...) is a token by itself, where the module makes the
+whole run one. The oracle is then given the text with a space on each side
+of such a character (`spaced`), and must agree with ours on the text as it
+is."""
 import json
 import os
 import random
@@ -43,6 +49,17 @@ SEPARATORS = [" ", "  ", ", ", ". ", "-", "\n", "—", "/", "·", "'"]
 JOINABLE = [p for p in PIECES if p != "İstanbul"]
 
 
+# The scripts whose characters are tokens by themselves (docs/functions.md,
+# shingle_resemblance), written out here from the Unicode blocks.
+CHARACTER_TOKENS = [(0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3040, 0x30FF), (0x31F0, 0x31FF),
+                    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF66, 0xFF9D),
+                    (0x20000, 0x3FFFF)]
+
+
+def spaced(text):
+    return "".join(f" {c} " if any(lo <= ord(c) <= hi for lo, hi in CHARACTER_TOKENS) else c for c in text)
+
+
 def text(rng, words, pieces=PIECES):
     return "".join(rng.choice(pieces) + rng.choice(SEPARATORS) for _ in range(words))
 
@@ -61,6 +78,8 @@ def perl():
 
     def resemblance(cases):
         lines = "".join(json.dumps(c) + "\n" for c in cases)
+        spaced_cases = [(spaced(a), spaced(b), n) for a, b, n in cases]
+        lines = "".join(json.dumps(c) + "\n" for c in spaced_cases)
         out = subprocess.run(["perl", "-I", ORACLES, "-e", PERL], input=lines.encode(), capture_output=True,
                              check=True)
         # The module's counts; the division here, as ours does it in f64.
@@ -81,10 +100,24 @@ def test_hand_checked_cases_agree_with_the_oracle(perl):
         ("x² y³", "x y", 1),                          # superscripts are not word characters
         ("½ cup", "cup", 1),                          # nor are vulgar fractions
         ("٣٤ ३४", "٣٤ ३४", 1),                        # decimal digits of any script are
+        ("数据库", "数据", 1),                          # each Han character a token: 2 of 3
+        ("東京タワー", "東京の塔", 2),                  # 東京 shared of 東京 京タ タワ ワー 京の の塔
     ]
     expected = perl(cases)
-    assert expected == [1.0, 1.0, 1.0, 1.0, 1.0]
+    assert expected == [1.0, 1.0, 1.0, 1.0, 1.0, 2 / 3, 1 / 6]
     assert ours(cases) == expected
+
+
+def test_chinese_sentences_differing_in_two_characters():
+    # 30 characters; the 8th and 23rd changed. Each change is in 5 of the 26
+    # character 5-grams, apart, so 16 are shared of 36 in all. Text::DeDuper
+    # itself gives 0.0 (the run is one token).
+    a = "这篇文章对刚接触命令行的新手以及具有命令行使用经验的人都有用"
+    b = "这篇文章对刚接解命令行的新手以及具有命令行便用经验的人都有用"
+    assert ours([(a, b, 5)]) == [16 / 36]
+    # Korean, written with spaces, is tokenized by syllable too: 13 syllables,
+    # 12 2-grams each; the changed 자 is in 용자 and 자가, so 10 are shared of 14.
+    assert ours([("이 문서는 사용자 가이드입니다", "이 문서는 사용지 가이드입니다", 2)]) == [10 / 14]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
