@@ -52,8 +52,9 @@ FROM _dedup_run AS r
 JOIN _dedup_near_texts AS t
 WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 
--- 'lsh' mode: band keys of every row's signature (char 5-grams,
--- lsh_bands * lsh_rows permutations); rows sharing a band and key are
+-- 'lsh' mode: band keys of every row's signature (char 5-grams, or the
+-- shingles lsh_shingles names: under measure = 'resemblance' its own word
+-- shingles without its stoplist; lsh_bands * lsh_rows permutations); rows sharing a band and key are
 -- candidates. (An incremental run's keys are in _dedup_lsh_new already:
 -- see src/sqlite/pipeline/incremental/lsh_input.rs.) Only the keys are kept: memory holds the band table, not the
 -- texts. near_dups_among groups the rows by shared key and
@@ -69,20 +70,21 @@ SELECT b.band, b.key, t.id
 FROM _dedup_run AS r
 CROSS JOIN _dedup_incremental AS k
 JOIN _dedup_near_copy AS t
-JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size), r.lsh_bands, r.lsh_rows) AS b
+JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, '')),
+               r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh' AND k.kind = 'full';
 INSERT INTO _dedup_lsh_bands SELECT band, key, id FROM _dedup_lsh_new;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
 CREATE TEMP TABLE _dedup_near_removed AS
 SELECT n.id AS source_rowid, n.survivor, n.anchor, n.ratio
-FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1) AS n
+FROM _dedup_run AS r, near_dups('_dedup_near_texts', r.threshold, r.distance - 1, r.measure_spec) AS n
 WHERE r.near_mode = 'window'
 UNION ALL
 SELECT n.id, n.survivor, n.anchor, n.ratio
 FROM _dedup_run AS r,
      near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold,
-                     r.lsh_election) AS n
+                     r.lsh_election, r.measure_spec) AS n
 WHERE r.near_mode = 'lsh';
 -- (Emptied, not dropped: a plan may run under a statement that reads, as
 -- dedup_similar's table form does, and SQLite drops no table then.)

@@ -31,7 +31,9 @@ SELECT source_rowid, 3, 'same content hash', survivor, NULL
 FROM _dedup_content_ranked WHERE survivor <> source_rowid
 UNION ALL
 SELECT n.source_rowid, 4,
-       'near duplicate: lev_ratio above threshold'
+       'near duplicate: '
+         || CASE (SELECT measure FROM _dedup_run) WHEN 'resemblance' THEN 'resemblance' ELSE 'lev_ratio' END
+         || ' above threshold'
          || CASE WHEN EXISTS (SELECT 1 FROM _dedup_chrome)
                   AND (n.source_rowid IN (SELECT id FROM stripped) OR n.survivor IN (SELECT id FROM stripped))
                  THEN ' (boilerplate stripped)' ELSE '' END,
@@ -116,7 +118,8 @@ DELETE FROM temp._dedup_apart;
 -- for its group's best row, which need not be near it; lsh_election =
 -- 'direct' never does. A removal for the anchor it was compared with, which
 -- then stayed, has that pair's ratio; the others are compared here with the
--- threshold as cutoff (lev_ratio's banded kernel): the ratio when above it,
+-- threshold as cutoff (lev_ratio's banded kernel; or the run's resemblance,
+-- measure = 'resemblance'): the ratio when above it,
 -- else 0.0, kept as NULL with below = 1. (The exact ratio of those pairs
 -- would take the unbanded kernel, many times slower: benches/results/design-measurements.md, "Final ratios
 -- with the banded kernel".) Pairs past the size cap get no ratio.
@@ -141,7 +144,11 @@ INSERT INTO _dedup_final
 SELECT id, at, nullif(ratio, 0.0), ratio = 0.0 FROM (
   SELECT l.id, l.at,
          CASE WHEN r.survivor = r.anchor AND l.at = r.anchor THEN r.ratio
-              ELSE (SELECT lev_ratio(a.text, b.text, s.threshold)
+              ELSE (SELECT CASE s.measure
+                             WHEN 'resemblance' THEN
+                               (SELECT CASE WHEN x > s.threshold THEN x ELSE 0.0 END
+                                FROM (SELECT shingle_resemblance(a.text, b.text, s.ngram_size, s.stoplist) AS x))
+                             ELSE lev_ratio(a.text, b.text, s.threshold) END
                     FROM _dedup_near_texts AS a, _dedup_near_texts AS b, _dedup_run AS s
                     WHERE a.id = l.id AND b.id = l.at
                       AND CAST(length(a.text) AS REAL) * length(b.text) <= 1e11) END AS ratio

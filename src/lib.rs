@@ -12,7 +12,7 @@ pub mod arrow_abi;
 pub mod core;
 pub mod sqlite;
 
-pub use crate::core::{hash, lcs, near_dups, similarity, sketch, text, url};
+pub use crate::core::{hash, lcs, measure, near_dups, similarity, sketch, text, url};
 pub use crate::sqlite::functions::meta::MIN_SQLITE_VERSION;
 pub use crate::sqlite::register;
 

@@ -17,7 +17,10 @@ def prepare_connection(conn):
 def register_commands(cli):
     @cli.command(name="dedup")
     @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-    @click.option("--threshold", type=float, help="near-duplicate when lev_ratio > threshold (default 0.9)")
+    @click.option("--threshold", type=float, help="near-duplicate when the measure > threshold (default 0.9; 0.2 with --measure resemblance)")
+    @click.option("--measure", type=click.Choice(["levenshtein", "resemblance"]), help="what a pair is measured by: levenshtein (default) or resemblance (word shingles, Text::DeDuper's)")
+    @click.option("--ngram-size", type=click.IntRange(1, 64), help="measure resemblance: words a shingle (default 5)")
+    @click.option("--stoplist", help="measure resemblance: words left out before shingling, separated by spaces")
     @click.option("--mode", "--near-mode", type=click.Choice(["window", "lsh"]), help="near-duplicate candidates")
     @click.option("--distance", type=int, help="window mode: the reference's distance (50)")
     @click.option("--n-min", type=int, help="drop rows of domains with fewer pages")
@@ -42,7 +45,7 @@ def register_commands(cli):
     @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
-    def dedup(path, threshold, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
+    def dedup(path, threshold, measure, ngram_size, stoplist, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
               lsh_shingles, lsh_shingle_size,
               boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, against,
               fix_urls, action, full, dry_run, restore):
@@ -60,7 +63,8 @@ def register_commands(cli):
             if restore:
                 click.echo(sqlite_dedup.restore(db.conn))
                 return
-            settings = {k: v for k, v in {"threshold": threshold, "near_mode": mode, "distance": distance,
+            settings = {k: v for k, v in {"threshold": threshold, "measure": measure, "ngram_size": ngram_size,
+                                          "stoplist": stoplist, "near_mode": mode, "distance": distance,
                                           "n_min": n_min, "url_options": url_options,
                                           "discard_params": 0 if keep_params else None,
                                           "lsh_bands": lsh_bands, "lsh_rows": lsh_rows,

@@ -253,18 +253,23 @@ def _ratio_now(conn, why):
     visible text of HTML), without boilerplate stripping. None when it
     cannot be measured here (no extension loaded, renamed columns)."""
     try:
-        table, compat = conn.execute(
-            "SELECT coalesce(json_extract(settings, '$.table'), 'pages'), json_extract(settings, '$.compat') "
-            "FROM dedup_runs WHERE run = ?", (why["run"],)).fetchone()
+        table, compat, measure, ngram_size, stoplist = conn.execute(
+            "SELECT coalesce(json_extract(settings, '$.table'), 'pages'), json_extract(settings, '$.compat'), "
+            "json_extract(settings, '$.measure'), coalesce(json_extract(settings, '$.ngram_size'), 5), "
+            "coalesce(json_extract(settings, '$.stoplist'), '') FROM dedup_runs WHERE run = ?",
+            (why["run"],)).fetchone()
+        # (The run's measure: lev_ratio, or its resemblance.)
+        measured, extra = (("shingle_resemblance", f", {int(ngram_size)}, ?") if measure == "resemblance"
+                           else ("lev_ratio", ""))
         html = ("CASE WHEN ltrim(substr(d.content, 1, 64)) LIKE '<%' AND (instr(d.content, '</') > 0 "
                 "OR ltrim(substr(d.content, 1, 64)) LIKE '<!doctype%') THEN html_text(d.content) ELSE d.content END"
                 if compat != "reference" else "d.content")
         quoted = _quoted(table)
         return conn.execute(
-            f"SELECT lev_ratio(coalesce(d.parsed, normalize_text(coalesce(d.title, '') || char(10, 10) || {html})), "
-            f"p.parsed) FROM dedup_removed AS d, {quoted} AS p "
+            f"SELECT {measured}(coalesce(d.parsed, normalize_text(coalesce(d.title, '') || char(10, 10) || {html})), "
+            f"p.parsed{extra}) FROM dedup_removed AS d, {quoted} AS p "
             "WHERE d.dedup_rowid = ? AND d.dedup_run = ? AND p.rowid = ?",
-            (why["rowid"], why["run"], why["final_survivor"])).fetchone()[0]
+            ((stoplist,) if extra else ()) + (why["rowid"], why["run"], why["final_survivor"])).fetchone()[0]
     except Exception:  # an explanation without the figure is still one
         return None
 

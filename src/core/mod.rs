@@ -12,6 +12,7 @@ pub mod html;
 pub mod invalid;
 pub mod lcs;
 pub mod lsh_prune;
+pub mod measure;
 pub mod near_dups;
 pub mod ordering;
 pub mod pair_scan;

@@ -3,8 +3,9 @@
 //!
 //! Rows arrive in scan order (the pipeline sorts them by canonical URL). For
 //! each live row `i`, every live row among the next `distance` rows whose
-//! Levenshtein ratio with `i` is strictly above `threshold` joins a group with
-//! `i`; the group's best row (lowest `rank`, then earliest position) survives
+//! Levenshtein ratio with `i` (or the [`Measure`] given: Broder's
+//! resemblance, bounded by the shingle counts and compared as sets) is
+//! strictly above `threshold` joins a group with `i`; the group's best row (lowest `rank`, then earliest position) survives
 //! and the others are removed. Then the scan moves to `i + 1`.
 //!
 //! The election is sequential, so results never depend on the thread
@@ -29,8 +30,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::core::halt::{try_collect, Halt};
+use crate::core::measure::Measure;
 use crate::core::parallel::map_polled;
 use crate::core::pools::pool;
+use crate::core::shingles::{resemblance, Shingles};
 use crate::core::similarity::{
     max_distance_above, ratio_from_distance, CharHistogram, CodePoints, Compared, IndelQuery,
 };
@@ -83,7 +86,8 @@ pub struct ScanStats {
     pub rejected_by_length: u64,
     /// Pairs rejected by the character-histogram bound.
     pub rejected_by_histogram: u64,
-    /// Pairs that reached the Levenshtein kernel.
+    /// Pairs that reached the Levenshtein kernel (under resemblance: the
+    /// comparison of their shingle sets).
     pub levenshtein: u64,
     /// Pairs found above the threshold.
     pub matches: u64,
@@ -114,30 +118,45 @@ impl ScanStats {
 }
 
 /// What the exact filters need of a text: its length in code points and
-/// its character histogram.
+/// its character histogram (Levenshtein), or its number of shingles
+/// (resemblance).
 #[derive(Clone)]
 pub(super) struct Profile {
     len: usize,
     histogram: CharHistogram,
     settled: Option<i64>,
+    /// `len` counts shingles: the measure is resemblance.
+    sets: bool,
 }
 
 impl Profile {
-    /// The profile of `text`: its length in code points and its histogram;
-    /// `settled` is the group a last run settled it in (incremental runs).
+    /// The profile of `text`: its length in code points and its histogram
+    /// (its shingles' count, under resemblance); `settled` is the group a
+    /// last run settled it in (incremental runs).
     pub(super) fn new(text: &Text, settled: Option<i64>) -> Self {
-        Profile {
-            len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
-            histogram: CharHistogram::new(&text.text),
-            settled,
+        match &text.shingles {
+            Some(shingles) => Profile {
+                len: shingles.len(),
+                histogram: CharHistogram::new(""),
+                settled,
+                sets: true,
+            },
+            None => Profile {
+                len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
+                histogram: CharHistogram::new(&text.text),
+                settled,
+                sets: false,
+            },
         }
     }
 }
 
-/// A text ready for the kernel.
+/// A text ready for the measure: for the kernel (Levenshtein), or as its
+/// shingles (resemblance, which keeps nothing else of it).
 pub(super) struct Text {
     text: String,
     wide: Option<Vec<char>>,
+    shingles: Option<Shingles>,
 }
 
 impl Text {
@@ -149,12 +168,30 @@ impl Text {
         } else {
             Some(try_collect(text.chars().count(), text.chars())?)
         };
-        Ok(Text { text, wide })
+        Ok(Text {
+            text,
+            wide,
+            shingles: None,
+        })
+    }
+
+    /// Holds what `measure` compares of `text`.
+    pub(super) fn measured(text: String, measure: &Measure) -> Result<Self, Halt> {
+        match measure.shingles(&text) {
+            None => Text::new(text),
+            Some(shingles) => Ok(Text {
+                text: String::new(),
+                wide: None,
+                shingles: Some(shingles),
+            }),
+        }
     }
 
     /// Memory held, in bytes.
     pub(super) fn bytes(&self) -> usize {
-        self.text.len() + self.wide.as_ref().map_or(0, |w| w.len() * 4)
+        self.text.len()
+            + self.wide.as_ref().map_or(0, |w| w.len() * 4)
+            + self.shingles.as_ref().map_or(0, |s| s.len() * 8)
     }
 
     /// The text as the LCS kernel reads it: bytes when ASCII, else chars.
@@ -191,8 +228,13 @@ pub(super) struct Prepared {
 impl Prepared {
     /// The row at `position` of the scan, with its profile.
     pub(super) fn new(row: ScanRow, position: u64) -> Result<Self, Halt> {
+        Prepared::measured(row, position, &Measure::Levenshtein)
+    }
+
+    /// [`Prepared::new`] for `measure`.
+    pub(super) fn measured(row: ScanRow, position: u64, measure: &Measure) -> Result<Self, Halt> {
         let alive = row.text.is_some();
-        let text = Text::new(row.text.unwrap_or_default())?;
+        let text = Text::measured(row.text.unwrap_or_default(), measure)?;
         Ok(Prepared {
             id: row.id,
             rank: row.rank,
@@ -237,6 +279,18 @@ pub fn scan_sequential<E: From<Halt>>(
     distance: usize,
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
+    scan_measured(rows, threshold, &Measure::Levenshtein, distance, poll)
+}
+
+/// [`scan_sequential`] by `measure`: a pair is near when its measure is
+/// above `threshold`.
+pub fn scan_measured<E: From<Halt>>(
+    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
+    threshold: f64,
+    measure: &Measure,
+    distance: usize,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<(Vec<Removal>, ScanStats), E> {
     let mut rows = rows.into_iter();
     let mut window: VecDeque<Prepared> =
         VecDeque::with_capacity(distance.saturating_add(1).min(1 << 16));
@@ -247,7 +301,7 @@ pub fn scan_sequential<E: From<Halt>>(
         while !exhausted && window.len() <= distance {
             match rows.next() {
                 Some(row) => {
-                    window.push_back(Prepared::new(row?, stats.rows)?);
+                    window.push_back(Prepared::measured(row?, stats.rows, measure)?);
                     stats.rows += 1;
                 }
                 None => exhausted = true,
@@ -266,6 +320,7 @@ pub fn scan_sequential<E: From<Halt>>(
                 &anchor.text,
                 &candidates,
                 |j| &window[j].text,
+                threshold,
                 &mut stats,
                 poll,
             )?;
@@ -311,10 +366,18 @@ pub(crate) enum Bounds {
     Pass { total: usize, max: usize },
 }
 
-/// The exact bounds (length, then histogram) on a pair.
+/// The exact bounds (length, then histogram) on a pair; under resemblance
+/// the bound of the shingle counts (`|A ∩ B| / |A ∪ B| <= min / max`).
 pub(super) fn bounds(a: &Profile, b: &Profile, threshold: f64) -> Bounds {
     if a.settled.is_some() && a.settled == b.settled {
         return Bounds::Settled;
+    }
+    if a.sets || b.sets {
+        let (low, high) = (a.len.min(b.len), a.len.max(b.len));
+        if low == 0 || low as f64 / high as f64 <= threshold {
+            return Bounds::Length;
+        }
+        return Bounds::Pass { total: 0, max: 0 };
     }
     text_bounds((a.len, &a.histogram), (b.len, &b.histogram), threshold)
 }
@@ -356,17 +419,31 @@ pub(super) const PARALLEL_WORK: usize = 1 << 26;
 
 /// Runs the kernel on the candidates `(key, total, max)` that passed the
 /// bounds, in parallel when there are several: the keys and ratios of those
-/// above the threshold, in candidate order.
+/// above the threshold, in candidate order. Under resemblance, the sets'
+/// resemblance on this thread.
 pub(super) fn verify<'t>(
     anchor: &Text,
     candidates: &[(usize, usize, usize)],
     text: impl Fn(usize) -> &'t Text + Sync,
+    threshold: f64,
     stats: &mut ScanStats,
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<Vec<(usize, f64)>, Halt> {
     stats.levenshtein += candidates.len() as u64;
     if candidates.is_empty() {
         return Ok(Vec::new());
+    }
+    if let Some(a) = &anchor.shingles {
+        let near: Vec<(usize, f64)> = candidates
+            .iter()
+            .filter_map(|&(j, _, _)| {
+                let b = text(j).shingles.as_ref()?;
+                let r = resemblance(a, b);
+                (r > threshold).then_some((j, r))
+            })
+            .collect();
+        stats.matches += near.len() as u64;
+        return Ok(near);
     }
     let a = anchor.code_points();
     // The anchor's table is built once for all its candidates.
@@ -475,6 +552,37 @@ pub(crate) mod tests {
     /// The reference algorithm, written as plainly as the reference writes
     /// it: full ratios, no filters, `range(i + 1, min(n, i + distance + 1))`.
     fn naive(texts: &[(&str, i64)], threshold: f64, distance: usize) -> Vec<i64> {
+        naive_by(texts, threshold, distance, lev_ratio)
+    }
+
+    /// Broder's resemblance as Text::DeDuper defines it, written plainly:
+    /// sets of `n`-word tuples of the whitespace-separated words (these
+    /// tests' texts are lowercase ASCII words), a text of fewer words one
+    /// tuple of all of them (our rule for short texts), none for no words.
+    pub(crate) fn plain_resemblance(a: &str, b: &str, n: usize) -> f64 {
+        use std::collections::HashSet;
+        let set = |t: &str| -> HashSet<Vec<String>> {
+            let words: Vec<String> = t.split_whitespace().map(String::from).collect();
+            match words.len() {
+                0 => HashSet::new(),
+                k if k < n => [words].into_iter().collect(),
+                _ => words.windows(n).map(<[String]>::to_vec).collect(),
+            }
+        };
+        let (a, b) = (set(a), set(b));
+        if a.is_empty() || b.is_empty() {
+            return 0.0;
+        }
+        a.intersection(&b).count() as f64 / a.union(&b).count() as f64
+    }
+
+    /// [`naive`] by any measure.
+    fn naive_by(
+        texts: &[(&str, i64)],
+        threshold: f64,
+        distance: usize,
+        ratio: impl Fn(&str, &str) -> f64,
+    ) -> Vec<i64> {
         let n = texts.len();
         let mut keep = vec![true; n];
         for i in 0..n {
@@ -482,7 +590,7 @@ pub(crate) mod tests {
                 continue;
             }
             let near: Vec<usize> = (i + 1..n.min(i + distance + 1))
-                .filter(|&j| keep[j] && lev_ratio(texts[i].0, texts[j].0) > threshold)
+                .filter(|&j| keep[j] && ratio(texts[i].0, texts[j].0) > threshold)
                 .collect();
             if near.is_empty() {
                 continue;
@@ -670,5 +778,56 @@ pub(crate) mod tests {
                 let mut v = naive(&texts, threshold, distance); v.sort(); v
             });
         }
+
+        #[test]
+        fn resemblance_scan_equals_the_naive_algorithm(
+            texts in proptest::collection::vec(("(a|b|cc|d )( ?(a|b|cc|d)){0,9}", 0i64..4), 0..14),
+            threshold in prop_oneof![Just(0.0), Just(0.2), Just(0.4), Just(0.6), Just(0.9)],
+            n in 1usize..4,
+            distance in 0usize..6,
+        ) {
+            let texts: Vec<(&str, i64)> = texts.iter().map(|(t, r)| (t.as_str(), *r)).collect();
+            let measure = Measure::resemblance(n as i64, "").unwrap();
+            let (removed, _) = scan_measured(rows(&texts), threshold, &measure, distance, &mut || false).unwrap();
+            for r in &removed {
+                let (a, b) = (texts[r.id as usize - 1].0, texts[r.anchor as usize - 1].0);
+                let other = if r.id == r.anchor { texts[r.survivor as usize - 1].0 } else { b };
+                prop_assert_eq!(r.ratio, plain_resemblance(a, other, n));
+            }
+            let mut ids: Vec<i64> = removed.iter().map(|r| r.id).collect();
+            ids.sort();
+            prop_assert_eq!(ids, {
+                let mut v = naive_by(&texts, threshold, distance, |a, b| plain_resemblance(a, b, n));
+                v.sort();
+                v
+            });
+        }
+    }
+
+    #[test]
+    fn resemblance_leaves_out_the_stoplist_and_bounds_by_set_sizes() {
+        let measure = Measure::resemblance(2, "the").unwrap();
+        let texts = [
+            ("the cat sat on the mat", 1),
+            ("cat sat on mat", 0),
+            ("cat sat", 2),
+        ];
+        let (removed, stats) =
+            scan_measured(rows(&texts), 0.2, &measure, 5, &mut || false).unwrap();
+        // Rows 1 and 2 are one text without "the" (resemblance 1.0); row 3
+        // has 1 shingle of 3 (1/3 at most, above 0.2; exactly 1/3).
+        assert_eq!(
+            removed
+                .iter()
+                .map(|r| (r.id, r.survivor, r.ratio))
+                .collect::<Vec<_>>(),
+            [(1, 2, 1.0), (3, 2, 1.0 / 3.0)]
+        );
+        // At 0.4 the sizes alone (1 of 3) rule row 3 out before comparing.
+        let (_, stats_40) = scan_measured(rows(&texts), 0.4, &measure, 5, &mut || false).unwrap();
+        assert_eq!(
+            (stats.rejected_by_length, stats_40.rejected_by_length),
+            (0, 2)
+        );
     }
 }

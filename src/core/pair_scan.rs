@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use crate::core::candidates::Candidates;
 use crate::core::halt::Halt;
+use crate::core::measure::Measure;
 use crate::core::near_dups::{elect, verify, within_bounds, Profile, Removal, ScanStats, Text};
 
 /// What the pair scan knows of a row.
@@ -47,7 +48,14 @@ pub fn scan_pairs<E: From<Halt>>(
     text: impl FnMut(usize) -> Result<Option<String>, E>,
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<(Vec<Removal>, ScanStats), E> {
-    scan_pairs_with(rows, candidates, threshold, Election::Chain, text, poll)
+    scan_pairs_with(
+        rows,
+        candidates,
+        (threshold, &Measure::Levenshtein),
+        Election::Chain,
+        text,
+        poll,
+    )
 }
 
 /// How a group's winner removes the other rows of its group.
@@ -104,11 +112,12 @@ pub fn election_order(rows: &[(i64, i64)]) -> Vec<usize> {
     order
 }
 
-/// [`scan_pairs`] with the election chosen.
+/// [`scan_pairs`] with the election and the measure chosen: a pair is near
+/// when its measure is above the threshold.
 pub fn scan_pairs_with<E: From<Halt>>(
     rows: &[(i64, i64)],
     mut candidates: impl Candidates,
-    threshold: f64,
+    (threshold, measure): (f64, &Measure),
     election: Election,
     mut text: impl FnMut(usize) -> Result<Option<String>, E>,
     poll: &mut dyn FnMut() -> bool,
@@ -149,13 +158,13 @@ pub fn scan_pairs_with<E: From<Halt>>(
             continue;
         }
         texts.trim();
-        if !read_profile(i, &mut known, &mut texts, &mut text)? {
+        if !read_profile(i, &mut known, &mut texts, &mut text, measure)? {
             alive[i] = false;
             continue;
         }
         let mut candidates = Vec::new();
         for &j in &later {
-            if !read_profile(j, &mut known, &mut texts, &mut text)? {
+            if !read_profile(j, &mut known, &mut texts, &mut text, measure)? {
                 alive[j] = false;
                 continue;
             }
@@ -173,13 +182,14 @@ pub fn scan_pairs_with<E: From<Halt>>(
         for k in std::iter::once(i).chain(candidates.iter().map(|c| c.0)) {
             if !texts.has(k) {
                 // A row read live earlier: its text was let go.
-                texts.insert(k, Text::new(text(k)?.unwrap_or_default())?);
+                texts.insert(k, Text::measured(text(k)?.unwrap_or_default(), measure)?);
             }
         }
         let near = verify(
             texts.get(i),
             &candidates,
             |j| texts.get(j),
+            threshold,
             &mut stats,
             poll,
         )?;
@@ -237,7 +247,7 @@ fn near_pair(
     let Some((total, max)) = within_bounds(pa, pb, threshold, stats) else {
         return Ok(None);
     };
-    let near = verify(b, &[(0, total, max)], |_| a, stats, poll)?;
+    let near = verify(b, &[(0, total, max)], |_| a, threshold, stats, poll)?;
     Ok(near.first().map(|&(_, r)| r))
 }
 
@@ -349,11 +359,12 @@ fn read_profile<E: From<Halt>>(
     known: &mut [Known],
     texts: &mut TextCache,
     text: &mut impl FnMut(usize) -> Result<Option<String>, E>,
+    measure: &Measure,
 ) -> Result<bool, E> {
     if let Known::Unread = known[k] {
         known[k] = match text(k)? {
             Some(t) => {
-                let t = Text::new(t)?;
+                let t = Text::measured(t, measure)?;
                 let profile = Profile::new(&t, None);
                 texts.insert(k, t);
                 Known::Live(Box::new(profile))
@@ -558,7 +569,7 @@ mod tests {
             let (removed, _) = scan_pairs_with(
                 &pair_rows(&texts),
                 candidates(n, &pairs),
-                threshold,
+                (threshold, &Measure::Levenshtein),
                 Election::Direct,
                 |k| Ok::<_, Halt>(Some(texts[k].0.to_string())),
                 &mut || false,
@@ -570,6 +581,44 @@ mod tests {
                 let (a, b) = (texts[r.id as usize - 1].0, texts[r.survivor as usize - 1].0);
                 let ratio = lev_ratio(a, b);
                 prop_assert!(ratio > threshold && (ratio - r.ratio).abs() < 1e-12, "{:?} {} {}", r, ratio, threshold);
+            }
+        }
+
+        /// Under resemblance: pairs within the distance give the window
+        /// scan by the same measure, and the direct election keeps every
+        /// removed row above the threshold with its final survivor (by a
+        /// plain set computation of the measure).
+        #[test]
+        fn resemblance_pairs_give_the_window_scan_and_direct_never_drifts(
+            texts in proptest::collection::vec(("(a|b|cc|d )( ?(a|b|cc|d)){0,9}", 0i64..4), 0..14),
+            threshold in prop_oneof![Just(0.2), Just(0.4), Just(0.6)],
+            shingle in 1usize..4,
+            distance in 0usize..16,
+        ) {
+            use crate::core::near_dups::{scan_measured, tests::plain_resemblance};
+            let texts: Vec<(&str, i64)> = texts.iter().map(|(t, r)| (t.as_str(), *r)).collect();
+            let n = texts.len();
+            let measure = Measure::resemblance(shingle as i64, "").unwrap();
+            let pairs: Vec<(usize, usize)> = (0..n)
+                .flat_map(|i| (i + 1..n.min(i + distance + 1)).map(move |j| (j, i)))
+                .collect();
+            let scan = |election| scan_pairs_with(
+                &pair_rows(&texts),
+                candidates(n, &pairs),
+                (threshold, &measure),
+                election,
+                |k| Ok::<_, Halt>(Some(texts[k].0.to_string())),
+                &mut || false,
+            ).unwrap().0;
+            let window = scan_measured(rows(&texts), threshold, &measure, distance, &mut || false).unwrap().0;
+            prop_assert_eq!(scan(Election::Chain), window);
+            let removed = scan(Election::Direct);
+            let gone: std::collections::HashSet<i64> = removed.iter().map(|r| r.id).collect();
+            for r in &removed {
+                prop_assert!(!gone.contains(&r.survivor));
+                let (a, b) = (texts[r.id as usize - 1].0, texts[r.survivor as usize - 1].0);
+                let ratio = plain_resemblance(a, b, shingle);
+                prop_assert!(ratio > threshold && ratio == r.ratio, "{:?} {} {}", r, ratio, threshold);
             }
         }
     }

@@ -87,6 +87,11 @@ impl Stopwords {
         Stopwords(token_hashes(list).into_iter().collect())
     }
 
+    /// Whether a token's hash is a stopword's.
+    pub(crate) fn contains(&self, token: u64) -> bool {
+        self.0.contains(&token)
+    }
+
     /// Number of distinct stopwords.
     pub fn len(&self) -> usize {
         self.0.len()

@@ -16,7 +16,7 @@
 
 use crate::core::halt::{never, Halt};
 use crate::core::invalid::Invalid;
-use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt};
+use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt, Stopwords};
 
 /// What a shingle is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +81,25 @@ impl Shingling {
     /// [`Shingling::hashes`] that asks `stop` every few milliseconds of work
     /// and allocates its vectors fallibly.
     pub fn hashes_or_halt(&self, text: &str, stop: &dyn Fn() -> bool) -> Result<Vec<u64>, Halt> {
+        self.hashes_without(text, &Stopwords::default(), stop)
+    }
+
+    /// [`Shingling::hashes_or_halt`] with the tokens of `stopwords` left
+    /// out of word shingles first (as [`crate::core::shingles::Shingles`]
+    /// leaves them out); character shingles keep everything.
+    pub fn hashes_without(
+        &self,
+        text: &str,
+        stopwords: &Stopwords,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<u64>, Halt> {
         let n = self.n;
         Ok(match self.kind {
             ShingleKind::Word => {
-                let tokens = token_hashes_or_halt(text, stop)?;
+                let mut tokens = token_hashes_or_halt(text, stop)?;
+                if !stopwords.is_empty() {
+                    tokens.retain(|&t| !stopwords.contains(t));
+                }
                 if tokens.is_empty() {
                     Vec::new()
                 } else if tokens.len() < n {

@@ -10,7 +10,8 @@
 use rayon::ThreadPool;
 
 use crate::core::halt::Halt;
-use crate::core::near_dups::{scan_sequential, Removal, ScanRow, ScanStats};
+use crate::core::measure::Measure;
+use crate::core::near_dups::{scan_measured, Removal, ScanRow, ScanStats};
 use crate::core::pools::helpers;
 
 /// Runs the scan over `rows` (in scan order), comparing each row with the
@@ -28,6 +29,21 @@ pub fn scan<E: From<Halt>>(
     scan_on(helpers(), rows, threshold, distance, poll)
 }
 
+/// [`scan`] by `measure`. Resemblance compares two shingle sets in linear
+/// time, so its scan runs on the calling thread.
+pub fn scan_by<E: From<Halt>>(
+    rows: impl IntoIterator<Item = Result<ScanRow, E>>,
+    threshold: f64,
+    measure: &Measure,
+    distance: usize,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    match measure {
+        Measure::Levenshtein => scan(rows, threshold, distance, poll),
+        Measure::Resemblance(_) => scan_measured(rows, threshold, measure, distance, poll),
+    }
+}
+
 /// [`scan`] on `pool`'s threads and the calling thread
 /// ([`scan_ahead`](crate::core::scan_ahead)), or on the calling thread alone
 /// when there is no pool: the same results either way.
@@ -42,6 +58,6 @@ pub fn scan_on<E: From<Halt>>(
         Some(pool) if distance > 0 => {
             crate::core::scan_ahead::scan(pool, rows, threshold, distance, poll)
         }
-        _ => scan_sequential(rows, threshold, distance, poll),
+        _ => scan_measured(rows, threshold, &Measure::Levenshtein, distance, poll),
     }
 }

@@ -289,7 +289,7 @@ def test_a_run_leaves_the_connections_own_limits_as_it_found_them(tmp_path):
     ("INSERT INTO dedup_settings VALUES ('distance', -1)", "dedup[setting]: distance must be an integer >= 1"),
     ("INSERT INTO dedup_settings VALUES ('n_min', 'x')", "dedup[setting]: n_min must be a non-negative integer, got 'x'"),
     ("INSERT INTO dedup_settings VALUES ('treshold', 0.8)",
-     "dedup[setting]: unknown setting in dedup_settings, got 'treshold' (did you mean threshold?) (known: threshold, distance,"),
+     "dedup[setting]: unknown setting in dedup_settings, got 'treshold' (did you mean threshold?) (known: threshold, measure, ngram_size, stoplist, distance,"),
     ("INSERT INTO dedup_settings VALUES ('url_options', 'bogus')", "dedup[setting]: url_options: unknown option 'bogus'"),
     ("INSERT INTO dedup_settings VALUES ('near_mode', 'LSH')", "dedup[setting]: near_mode must be 'window' or 'lsh', got 'LSH'"),
     ("INSERT INTO dedup_settings VALUES ('lsh_bands', 0)",

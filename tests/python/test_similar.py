@@ -57,8 +57,9 @@ def predicted(answer, rid):
 
 
 @pytest.mark.parametrize("settings", [{}, {"near_mode": "lsh"}, {"distance": 5, "threshold": 0.8},
-                                      {"near_mode": "lsh", "n_min": 3}],
-                         ids=["window", "lsh", "distance-5", "lsh-nmin3"])
+                                      {"near_mode": "lsh", "n_min": 3}, {"measure": "resemblance"},
+                                      {"measure": "resemblance", "near_mode": "lsh", "stoplist": "the a of"}],
+                         ids=["window", "lsh", "distance-5", "lsh-nmin3", "resemblance", "lsh-resemblance"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_answer_is_what_the_next_run_does_with_the_page(tmp_path, settings, seed):
     rng = random.Random(seed)

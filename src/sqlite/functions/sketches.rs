@@ -6,8 +6,9 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Result};
 
+use crate::core::shingles::Stopwords;
 use crate::core::sketch::{
-    lsh_params, lsh_probability, simhash_or_halt, MinHasher, Shingling, Signature,
+    lsh_params, lsh_probability, simhash_or_halt, MinHasher, ShingleKind, Shingling, Signature,
 };
 use crate::sqlite::ground::arguments::{
     check_arity, describe, interrupt_poll, number_arg, text_arg, user_error, PURE,
@@ -119,15 +120,28 @@ fn int_or_null(
 pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("minhash", -1, PURE, |ctx| {
         const F: &str = "minhash";
-        check_arity(ctx, F, 1, 4)?;
+        check_arity(ctx, F, 1, 5)?;
         let perms = num_perm_arg(ctx, 1, F)?;
         let shingling = shingling_args(ctx, 2, F, ("char", 5))?;
+        let stopwords = match ctx.len().gt(&4).then(|| ctx.get_raw(4)) {
+            None | Some(ValueRef::Null) => Stopwords::default(),
+            Some(ValueRef::Text(t)) if shingling.kind == ShingleKind::Word => {
+                Stopwords::parse(&String::from_utf8_lossy(t))
+            }
+            Some(other) => {
+                return Err(user_error(
+                    F,
+                    "stopwords must be one text of words, with word shingles",
+                    &describe(other),
+                ))
+            }
+        };
         let Some(text) = text_arg(ctx, 0, F, "text")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
         };
         let poll = interrupt_poll(ctx)?;
         let stop = || poll.borrow_mut().interrupted();
-        let hashes = shingling.hashes_or_halt(text, &stop)?;
+        let hashes = shingling.hashes_without(text, &stopwords, &stop)?;
         let sig = HASHER.with(|h| {
             let mut h = h.borrow_mut();
             if h.num_perm() != perms {

@@ -1,11 +1,12 @@
 //! Each setting's rule, once: its type and range, the closed choices by
 //! their words, a misspelt key matched to the setting it is a slip for.
 
+use crate::core::sketch::ShingleKind;
 use crate::core::url::UrlOptions;
 use crate::sqlite::ground::error::Code;
 use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::shown::{describe_value, excerpt, truncate};
-use crate::sqlite::settings::choices::{Compat, LshElection};
+use crate::sqlite::settings::choices::{Compat, LshElection, MeasureKind};
 use crate::sqlite::settings::declared::{keys, setting, Kind, SETTINGS};
 use crate::sqlite::settings::values::Settings;
 use crate::sqlite::tables::schema::{self};
@@ -133,7 +134,97 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
             s.prefer_json = t;
         }
     }
+    if let Some(v) = get("stoplist") {
+        s.stoplist = parse_stoplist(&v)?;
+    }
+    measure_rules(&mut s, &get)?;
     Ok(s)
+}
+
+/// The rules of `measure` across settings: resemblance's threshold is
+/// Text::DeDuper's 0.2 unless given, its lsh signature is of its own word
+/// shingles (a Jaccard estimate of the measure itself), with more bands
+/// of fewer rows unless given; `ngram_size` and `stoplist` are
+/// resemblance's alone; the reference knows only Levenshtein.
+fn measure_rules(
+    s: &mut Settings,
+    get: &dyn Fn(&str) -> Option<Value>,
+) -> std::result::Result<(), DedupError> {
+    let given = |key: &str| !matches!(get(key), None | Some(Value::Null));
+    if s.measure == MeasureKind::Levenshtein {
+        if let Some(key) = ["ngram_size", "stoplist"].into_iter().find(|k| given(k)) {
+            return fail(Code::Setting, format!(
+                "dedup: {key} applies to measure 'resemblance' only, got {key} with measure 'levenshtein'"
+            ));
+        }
+        return Ok(());
+    }
+    if s.compat == Compat::Reference {
+        return fail(Code::Setting, "dedup: measure 'resemblance' cannot be combined with compat = 'reference' (the reference measures by lev_ratio)".into());
+    }
+    if !given("threshold") {
+        s.threshold = crate::core::measure::DEFAULT_RESEMBLANCE_THRESHOLD;
+    }
+    if (given("lsh_shingles") && s.lsh_shingles != ShingleKind::Word)
+        || (given("lsh_shingle_size") && s.lsh_shingle_size != s.ngram_size)
+    {
+        return fail(Code::Setting, format!(
+            "dedup: with measure 'resemblance', lsh's shingles are its own ({} words), got lsh_shingles '{}' and lsh_shingle_size {}",
+            s.ngram_size, s.lsh_shingles.as_str(), s.lsh_shingle_size
+        ));
+    }
+    s.lsh_shingles = ShingleKind::Word;
+    s.lsh_shingle_size = s.ngram_size;
+    if !given("lsh_bands") && !given("lsh_rows") {
+        (s.lsh_bands, s.lsh_rows) = RESEMBLANCE_BANDS;
+    }
+    Ok(())
+}
+
+/// lsh's bands and rows under resemblance unless given: a pair of
+/// resemblance 0.2 shares a band with probability 0.995, of 0.3 with
+/// 1 - 1e-5 (`lsh_probability`).
+pub const RESEMBLANCE_BANDS: (i64, i64) = (128, 2);
+
+/// `stoplist`: a JSON array of words, or one text of words separated by
+/// spaces or commas; NULL for none. The words, separated by one space.
+fn parse_stoplist(v: &Value) -> std::result::Result<String, DedupError> {
+    let bad = || {
+        fail(Code::Setting, format!(
+            "dedup: stoplist must be a JSON array of words or one text of words separated by spaces, got {}",
+            describe_value(v)
+        ))
+    };
+    let text = match v {
+        Value::Null => return Ok(String::new()),
+        Value::Text(t) => t,
+        _ => return bad(),
+    };
+    let words: Vec<String> = if text.trim_start().starts_with('[') {
+        let db = Connection::open_in_memory()?;
+        let ok: bool = db.query_row(
+            "SELECT json_valid(?1) AND json_type(?1) = 'array' AND NOT EXISTS
+               (SELECT 1 FROM json_each(?1) WHERE type <> 'text')",
+            [text],
+            |r| r.get(0),
+        )?;
+        if !ok {
+            return bad();
+        }
+        let mut stmt = db.prepare("SELECT value FROM json_each(?1) ORDER BY key")?;
+        let words = stmt
+            .query_map([text], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>>>()?;
+        words
+    } else {
+        vec![text.clone()]
+    };
+    Ok(words
+        .iter()
+        .flat_map(|w| w.split(|c: char| c.is_whitespace() || c == ','))
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 /// The last value `pairs` give `key` as `check` reads it (`None` when not

@@ -72,6 +72,16 @@ choice! {
 }
 
 choice! {
+    /// `measure`: what the near-duplicate phase measures a pair by.
+    MeasureKind {
+        /// `lev_ratio`, the reference's.
+        Levenshtein = "levenshtein",
+        /// Broder's resemblance of word shingles, Text::DeDuper's.
+        Resemblance = "resemblance",
+    } default Levenshtein
+}
+
+choice! {
     /// `compat`: the project's behaviour or the reference's.
     Compat {
         /// The project's defaults.

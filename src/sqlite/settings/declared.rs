@@ -14,7 +14,9 @@
 
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::ground::json::json_string;
-use crate::sqlite::settings::choices::{Action, Boilerplate, Compat, LshElection, NearMode};
+use crate::sqlite::settings::choices::{
+    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode,
+};
 use crate::sqlite::settings::values::Settings;
 use rusqlite::types::Value;
 
@@ -137,16 +139,46 @@ fn text(v: Value) -> String {
 }
 
 /// Every setting, in the order `dedup_runs.settings` records them.
-pub const SETTINGS: [Setting; 24] = [
+pub const SETTINGS: [Setting; 27] = [
     Setting {
         name: "threshold",
         kind: Kind::Unit { null_is_off: false },
         rule: "must be in [0.0, 1.0]",
         recorded: Recorded::Always,
         run_row: Some("REAL"),
-        cli: Some(Cli { flag: "--threshold", metavar: "", help: "near-duplicate when lev_ratio > threshold (default 0.9)" }),
+        cli: Some(Cli { flag: "--threshold", metavar: "", help: "near-duplicate when the measure > threshold (default 0.9; 0.2 with --measure resemblance)" }),
         value: |s| Value::Real(s.threshold),
         set: |s, v| s.threshold = real(&v),
+    },
+    Setting {
+        name: "measure",
+        kind: Kind::Choice { words: MeasureKind::WORDS, null: NullIs::Word("levenshtein") },
+        rule: "must be 'levenshtein' (lev_ratio, the reference's) or 'resemblance' (Broder's, of word shingles, as Text::DeDuper)",
+        recorded: Recorded::WhenSet,
+        run_row: Some("TEXT"),
+        cli: Some(Cli { flag: "--measure", metavar: "", help: "what a pair is measured by: levenshtein (default) or resemblance (word shingles, Text::DeDuper's)" }),
+        value: |s| Value::Text(s.measure.as_str().into()),
+        set: |s, v| s.measure = MeasureKind::from_word(&text(v)).unwrap_or_default(),
+    },
+    Setting {
+        name: "ngram_size",
+        kind: Kind::IntegerIn(1, 64),
+        rule: "must be an integer in [1, 64]",
+        recorded: Recorded::WhenSet,
+        run_row: Some("INTEGER"),
+        cli: Some(Cli { flag: "--ngram-size", metavar: "N", help: "measure resemblance: words a shingle (default 5)" }),
+        value: |s| Value::Integer(s.ngram_size),
+        set: |s, v| s.ngram_size = integer(&v),
+    },
+    Setting {
+        name: "stoplist",
+        kind: Kind::Own("text"),
+        rule: "must be a JSON array of words or one text of words separated by spaces",
+        recorded: Recorded::WhenSet,
+        run_row: Some("TEXT"),
+        cli: Some(Cli { flag: "--stoplist", metavar: "WORDS", help: "measure resemblance: words left out before shingling, separated by spaces" }),
+        value: |s| Value::Text(s.stoplist.clone()),
+        set: |_, _| {},
     },
     Setting {
         name: "distance",

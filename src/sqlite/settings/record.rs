@@ -20,6 +20,9 @@ pub fn write_run_row(db: &Connection, s: &Settings, run: i64, rows_before: i64) 
     }
     columns.push("strict_options TEXT".into());
     values.push(s.strict_options().map_or(Value::Null, Value::Text));
+    // (The measure as the scans take it: `resemblance 5 the a`.)
+    columns.push("measure_spec TEXT".into());
+    values.push(Value::Text(s.measure().spec()));
     let marks: Vec<String> = (1..=values.len()).map(|i| format!("?{i}")).collect();
     db.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp._dedup_run;

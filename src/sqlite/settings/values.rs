@@ -1,14 +1,24 @@
 //! The run's settings as the run uses them: [`Settings`], every field
 //! checked, its closed choices enums, each default once.
 
+use crate::core::measure::Measure;
 use crate::core::sketch::ShingleKind;
-use crate::sqlite::settings::choices::{Action, Boilerplate, Compat, LshElection, NearMode};
+use crate::sqlite::settings::choices::{
+    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode,
+};
 
 /// Checked settings of one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// Near-duplicate when `lev_ratio > threshold`; 1.0 skips phase 4.
+    /// Near-duplicate when the measure is above it (`lev_ratio >
+    /// threshold`); 1.0 skips phase 4.
     pub threshold: f64,
+    /// What phase 4 measures a pair by.
+    pub measure: MeasureKind,
+    /// `resemblance`: words a shingle.
+    pub ngram_size: i64,
+    /// `resemblance`: words left out before shingling, separated by spaces.
+    pub stoplist: String,
     /// The reference's window: each row against the next `distance - 1`.
     pub distance: i64,
     /// Keep only `lang`/`v` query parameters (else all but tracking ones).
@@ -95,6 +105,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             threshold: crate::core::near_dups::DEFAULT_THRESHOLD,
+            measure: MeasureKind::default(),
+            ngram_size: 5,
+            stoplist: String::new(),
             distance: crate::core::near_dups::DEFAULT_DISTANCE,
             discard_params: true,
             n_min: 0,
@@ -126,6 +139,15 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The measure phase 4 compares by.
+    pub fn measure(&self) -> Measure {
+        match self.measure {
+            MeasureKind::Levenshtein => Measure::Levenshtein,
+            MeasureKind::Resemblance => Measure::resemblance(self.ngram_size, &self.stoplist)
+                .unwrap_or(Measure::Levenshtein),
+        }
+    }
+
     /// The `canonical_url` options the run uses (the reference's rules
     /// under `compat = 'reference'`; `keep_params` when `discard_params`
     /// is 0).

@@ -68,6 +68,29 @@ pub fn threshold_argument(name: &str, value: Option<ValueRef<'_>>) -> Result<f64
     }
 }
 
+/// The measure argument of function `name`: a spec
+/// ([`crate::core::measure::Measure::parse`]), Levenshtein when not given
+/// or NULL.
+pub fn measure_argument(
+    name: &str,
+    value: Option<ValueRef<'_>>,
+) -> Result<crate::core::measure::Measure> {
+    use crate::core::measure::Measure;
+    match value {
+        None | Some(ValueRef::Null) => Ok(Measure::Levenshtein),
+        Some(ValueRef::Text(t)) => {
+            let spec = String::from_utf8_lossy(t);
+            Measure::parse(&spec)
+                .map_err(|e| rusqlite::Error::ModuleError(format!("{name}[argument]: {e}")))
+        }
+        Some(other) => Err(module_error(
+            name,
+            "measure must be 'levenshtein' or 'resemblance N [stopword ...]'",
+            &describe(other),
+        )),
+    }
+}
+
 /// Checks that `table`, argument `what` of function `name`, is a table or
 /// view with `columns`.
 pub fn require_columns(

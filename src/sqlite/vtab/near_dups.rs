@@ -1,5 +1,7 @@
-//! `near_dups(input, threshold, distance)`: the window scan as a
-//! table-valued function, and `near_dups_stats()`.
+//! `near_dups(input, threshold, distance [, measure])`: the window scan as
+//! a table-valued function, and `near_dups_stats()`. `measure` is
+//! `levenshtein` (the default) or `resemblance N [stopword ...]`
+//! ([`crate::core::measure::Measure`]).
 //!
 //! `input` names a table or view with columns `pos`, `id`, `text`, `rank`;
 //! rows are scanned in `pos` order; a NULL `text` is a placeholder that
@@ -19,11 +21,12 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
 use super::arguments::{
-    require_columns, table_argument, table_columns, text_value, threshold_argument,
+    measure_argument, require_columns, table_argument, table_columns, text_value,
+    threshold_argument,
 };
 use super::scan_table::{self, LastScan, Scan};
 use crate::core::near_dups::{validate, Removal, ScanRow, ScanStats};
-use crate::core::window_scan::scan;
+use crate::core::window_scan::scan_by;
 use crate::sqlite::ground::arguments::describe;
 use crate::sqlite::ground::arguments::module_error;
 use crate::sqlite::ground::interrupt::InterruptPoll;
@@ -57,7 +60,7 @@ struct WindowScan;
 
 impl Scan for WindowScan {
     const NAME: &'static str = NAME;
-    const ARGUMENTS: &'static [&'static str] = &["input", "threshold", "distance"];
+    const ARGUMENTS: &'static [&'static str] = &["input", "threshold", "distance", "measure"];
     const REQUIRED: c_int = 0b001;
 
     fn run(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<(Vec<Removal>, ScanStats)> {
@@ -77,6 +80,7 @@ impl Scan for WindowScan {
         };
         validate(threshold, distance)
             .map_err(|e| Error::ModuleError(format!("{NAME}[argument]: {e}")))?;
+        let measure = measure_argument(NAME, args.get(3).copied().flatten())?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "input", &input)?;
         let optional = |name: &'static str| match columns.iter().any(|c| c == name) {
@@ -122,9 +126,10 @@ impl Scan for WindowScan {
             });
         // Safety: the connection runs this scan on this thread.
         let mut poll = unsafe { InterruptPoll::new(db.handle()) };
-        let result = scan(
+        let result = scan_by(
             rows,
             threshold,
+            &measure,
             usize::try_from(distance).unwrap_or(usize::MAX),
             &mut || poll.interrupted(),
         );

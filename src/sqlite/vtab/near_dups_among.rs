@@ -1,4 +1,4 @@
-//! `near_dups_among(input, pairs [, threshold [, election]])`: the window
+//! `near_dups_among(input, pairs [, threshold [, election [, measure]]])`: the window
 //! scan's election over candidate pairs instead of a window, so
 //! near-duplicates are found however far apart they sort; with `election =
 //! 'direct'`, without drift (see [`crate::core::pair_scan::Election`]).
@@ -21,11 +21,13 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Error, Result};
 
 use super::arguments::{
-    require_columns, table_argument, table_columns, text_value, threshold_argument,
+    measure_argument, require_columns, table_argument, table_columns, text_value,
+    threshold_argument,
 };
 use super::near_dups::INPUT_COLUMNS;
 use super::scan_table::{self, LastScan, Scan};
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
+use crate::core::measure::Measure;
 use crate::core::near_dups::{validate, Removal, ScanStats};
 use crate::core::pair_scan::{election_order, scan_pairs_with, Election};
 use crate::sqlite::ground::arguments::describe;
@@ -51,7 +53,8 @@ struct PairScan;
 
 impl Scan for PairScan {
     const NAME: &'static str = NAME;
-    const ARGUMENTS: &'static [&'static str] = &["input", "pairs", "threshold", "election"];
+    const ARGUMENTS: &'static [&'static str] =
+        &["input", "pairs", "threshold", "election", "measure"];
     const REQUIRED: c_int = 0b011;
 
     fn run(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<(Vec<Removal>, ScanStats)> {
@@ -72,6 +75,7 @@ impl Scan for PairScan {
             },
         };
         validate(threshold, 0).map_err(|e| Error::ModuleError(format!("{NAME}[argument]: {e}")))?;
+        let measure = measure_argument(NAME, args.get(4).copied().flatten())?;
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "pairs", &pairs)?;
         let has = |names: &[&str]| names.iter().all(|n| columns.iter().any(|c| c == n));
@@ -99,12 +103,24 @@ impl Scan for PairScan {
         let (removed, mut stats, skipped) = if listed {
             let candidates = SkipSettled::new(read_pairs(db, &pairs, &input, &index)?, settled);
             scan(
-                db, &input, &rows, &positions, candidates, threshold, election,
+                db,
+                &input,
+                &rows,
+                &positions,
+                candidates,
+                (threshold, &measure),
+                election,
             )?
         } else {
             let candidates = SkipSettled::new(read_keys(db, &pairs, &input, &index)?, settled);
             scan(
-                db, &input, &rows, &positions, candidates, threshold, election,
+                db,
+                &input,
+                &rows,
+                &positions,
+                candidates,
+                (threshold, &measure),
+                election,
             )?
         };
         stats.settled += skipped;
@@ -120,7 +136,7 @@ fn scan<C: Candidates>(
     rows: &[(i64, i64)],
     positions: &[i64],
     mut candidates: SkipSettled<C>,
-    threshold: f64,
+    near: (f64, &Measure),
     election: Election,
 ) -> Result<(Vec<Removal>, ScanStats, u64)> {
     let sql = format!("SELECT text FROM {} WHERE pos = ?1", quote_ident(input));
@@ -132,7 +148,7 @@ fn scan<C: Candidates>(
     let result = scan_pairs_with(
         rows,
         &mut candidates,
-        threshold,
+        near,
         election,
         |k| {
             if k > furthest + 255 {

@@ -90,9 +90,18 @@ def index_band_keys(conn, settings):
     assert stale <= listed, sorted(stale - listed)[:5]
     if settings.get("near_mode") != "lsh":
         return got, []
+    if settings.get("measure") == "resemblance":
+        # (docs/pipeline.md: its own word shingles without the stoplist, 128 bands of 2.)
+        stoplist = settings.get("stoplist") or None
+        stoplist = " ".join(stoplist) if isinstance(stoplist, list) else stoplist
+        kind, size, bands, rows = "word", settings.get("ngram_size", 5), 128, 2
+    else:
+        stoplist, kind, size = None, settings.get("lsh_shingles", "char"), settings.get("lsh_shingle_size", 5)
+        bands, rows = settings.get("lsh_bands", 32), settings.get("lsh_rows", 4)
     want = sorted(conn.execute(
         "SELECT DISTINCT b.band, b.key, p.rowid FROM pages AS p, "
-        "lsh_bands(minhash(p.parsed, 128, 'char', 5), 32, 4) AS b WHERE p.parsed <> ''"))
+        "lsh_bands(minhash(p.parsed, ?1 * ?2, ?3, ?4, ?5), ?1, ?2) AS b WHERE p.parsed <> ''",
+        (bands, rows, kind, size, stoplist)))
     return got, want
 
 

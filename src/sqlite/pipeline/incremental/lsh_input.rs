@@ -49,14 +49,21 @@ struct Kept {
 /// Builds `temp._dedup_near_rows` and the kept rows' entries of
 /// `temp._dedup_lsh_new` (see the module's documentation).
 pub fn build(db: &Connection) -> Result<(), DedupError> {
-    let (threshold, mode): (f64, String) = db.query_row(
-        "SELECT threshold, near_mode FROM temp._dedup_run",
+    let (threshold, mode, measure): (f64, String, String) = db.query_row(
+        "SELECT threshold, near_mode, measure FROM temp._dedup_run",
         [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
     if threshold >= 1.0 || mode != "lsh" {
         return Ok(());
     }
+    // (The bounds below are Levenshtein's; under resemblance they leave out
+    // only what no measure finds near: texts of no common character.)
+    let threshold = if measure == "resemblance" {
+        0.0
+    } else {
+        threshold
+    };
     let mut step = std::time::Instant::now();
     let mut fresh = new_rows(db)?;
     let by_id: HashMap<i64, usize> = fresh.iter().enumerate().map(|(i, n)| (n.id, i)).collect();

@@ -64,15 +64,22 @@ pub fn build(db: &Connection) -> Result<(), DedupError> {
          CREATE TEMP TABLE _dedup_near_rows (pos INTEGER PRIMARY KEY, id INTEGER, placeholder INTEGER,
                                              slots INTEGER, settled INTEGER, tlen INTEGER, url TEXT);",
     )?;
-    let (distance, threshold, mode): (i64, f64, String) = db.query_row(
-        "SELECT distance, threshold, near_mode FROM temp._dedup_run",
+    let (distance, threshold, mode, measure): (i64, f64, String, String) = db.query_row(
+        "SELECT distance, threshold, near_mode, measure FROM temp._dedup_run",
         [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
     // (lsh mode's rows: super::lsh_input.)
     if threshold >= 1.0 || mode == "lsh" {
         return Ok(());
     }
+    // (The bounds below are Levenshtein's; under resemblance they leave out
+    // only what no measure finds near: texts of no common character.)
+    let threshold = if measure == "resemblance" {
+        0.0
+    } else {
+        threshold
+    };
     let d = distance.max(0) as usize;
     let mut step = std::time::Instant::now();
     let keys: Vec<Place> = places(
