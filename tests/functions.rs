@@ -62,6 +62,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "dedup_row_digest",
             "dedup_rows_arrow",
             "dedup_run",
+            "dedup_settings_checked",
             "dedup_settings_table",
             "dedup_similar",
             "dedup_sort_key",

@@ -24,3 +24,8 @@ def name(phase):
 def reason(phase):
     """The reason each removal of `phase` carries (None: each says its own)."""
     return PHASES[phase][1]
+
+
+def near_reason(measure):
+    """Phase 4's reason under the setting `measure` (sql/06_removals.sql)."""
+    return "near duplicate: resemblance above threshold" if measure == "resemblance" else reason(NEAR)

@@ -165,6 +165,11 @@ VARIANTS = [
     ("lsh-threshold-1.0", {"near_mode": "lsh", "threshold": 1.0}),
     ("lsh-keep-params-8x4", {"near_mode": "lsh", "discard_params": 0, "lsh_bands": 8, "lsh_rows": 4}),
     ("lsh-word-3", {"near_mode": "lsh", "lsh_shingles": "word", "lsh_shingle_size": 3}),
+    # Text::DeDuper's measure: its threshold and lsh signature from the
+    # extension's rules (dedup_settings_checked), its scans by argument.
+    ("resemblance-n_min-3", {"measure": "resemblance", "n_min": 3}),
+    ("lsh-resemblance-stoplist", {"near_mode": "lsh", "measure": "resemblance", "ngram_size": 3,
+                                  "stoplist": ["the", "a", "of"], "threshold": 0.3}),
     # prefer ranked over every shard: a direction, a collation (parity-5k has
     # titles that differ only in case), NULLs placed last (247 rows have no
     # crawled; two terms in one item), and http before https, against the
@@ -193,7 +198,8 @@ def rename_columns(paths, columns):
 #: (`_lsh.TASK_EDGES`): 0 finds the components by Spark rounds alone, a few
 #: by rounds and then the task, None (the default) by the task alone.
 TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None,
-              "lsh-prefer-n_min-3": None, "lsh-columns": None, "lsh-word-3": None}
+              "lsh-prefer-n_min-3": None, "lsh-columns": None, "lsh-word-3": None,
+              "lsh-resemblance-stoplist": None}
 
 
 @pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])

@@ -32,7 +32,8 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 #: yet, see docs/scale-out.md).
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer",
-                      "boilerplate", "boilerplate_min_pages", "url_rules", "lsh_shingles", "lsh_shingle_size")
+                      "boilerplate", "boilerplate_min_pages", "url_rules", "lsh_shingles", "lsh_shingle_size",
+                      "measure", "ngram_size", "stoplist")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -58,6 +59,17 @@ def _settings_json(settings):
 
 def _settings_value(settings_json, key, default):
     return json.loads(settings_json).get(key, default)
+
+
+def _checked(settings_json):
+    """Every setting as a run with these settings uses it (the extension's
+    dedup_settings_checked: defaults and rules across settings applied
+    once, there), with `measure_spec`."""
+    conn = _tasks.connect(":memory:")
+    try:
+        return json.loads(conn.execute("SELECT dedup_settings_checked(?)", (settings_json,)).fetchone()[0])
+    finally:
+        conn.close()
 
 
 def _row_schema():
@@ -204,8 +216,9 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
     winners = persisted(winners)
     winners.count()
     lap("02_03_elections")
-    threshold = float(_settings_value(settings_json, "threshold", 0.9))
-    window = int(_settings_value(settings_json, "distance", 50)) - 1
+    checked = _checked(settings_json)
+    threshold, measure = float(checked["threshold"]), checked["measure_spec"]
+    window = int(checked["distance"]) - 1
     texts = prepared.select("shard", "rid", "placeholder", "text")
     stripped = None
     if _settings_value(settings_json, "boilerplate", "keep") == "strip" and threshold < 1.0:
@@ -225,25 +238,23 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
     total = rows.count()
     lap("04_scan_order")
     cached = ()
-    if _settings_value(settings_json, "near_mode", "window") == "lsh":
-        s = json.loads(settings_json)
-        election = s.get("lsh_election") or ("chain" if s.get("compat") == "reference" else "direct")
-        shingling = (s.get("lsh_shingles") or "char", int(s.get("lsh_shingle_size") or 5))
-        near, lsh_figures = _lsh.scan(rows, threshold, int(s.get("lsh_bands") or 32),
-                                      int(s.get("lsh_rows") or 4), election, shingling)
+    if checked["near_mode"] == "lsh":
+        shingling = (checked["lsh_shingles"], int(checked["lsh_shingle_size"]), checked["stoplist"] or None)
+        near, lsh_figures = _lsh.scan(rows, threshold, int(checked["lsh_bands"]), int(checked["lsh_rows"]),
+                                      checked["lsh_election"], shingling, measure)
         figures.update(lsh_figures)
     else:
         if partition_rows is None:
             cores = spark.sparkContext.defaultParallelism
             partition_rows = max(window, 1, min(PARTITION_ROWS, math.ceil(total / (2 * cores))))
-        near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows)
+        near, rounds, scans, cached = _window.scan(rows, threshold, window, partition_rows, measure)
         figures.update(phase4_rounds=rounds, phase4_range_scans=scans, phase4_partition_rows=partition_rows)
     ids = rows.select("pos", "shard", "rid")
     near = (near.join(ids, "pos")
             .join(ids.select(F.col("pos").alias("survivor_pos"), F.col("shard").alias("survivor_shard"),
                              F.col("rid").alias("survivor_rid")), "survivor_pos")
             .select("shard", "rid", F.lit(_phases.NEAR).alias("phase"),
-                    F.lit(_phases.reason(_phases.NEAR)).alias("reason"),
+                    F.lit(_phases.near_reason(checked["measure"])).alias("reason"),
                     "survivor_shard", "survivor_rid", "ratio"))
     if stripped is not None:
         near = _strip.reasons(near, stripped)

@@ -53,11 +53,11 @@ def _through_sqlite(batches, columns, select, params, out):
 def signatures(batches, permutations, shingling):
     """A task: (pos, sig) for the Arrow batches (pos, text): each text's
     minhash signature, as sql/04b_near_dups.sql computes it (`shingling`:
-    the settings lsh_shingles and lsh_shingle_size)."""
+    the checked settings lsh_shingles, lsh_shingle_size and stoplist)."""
     import pyarrow as pa
-    kind, size = shingling
+    kind, size, stoplist = shingling
     return _through_sqlite(batches, "pos INTEGER PRIMARY KEY, text TEXT",
-                           "SELECT pos, minhash(text, ?, ?, ?) FROM t", (permutations, kind, size),
+                           "SELECT pos, minhash(text, ?, ?, ?, ?) FROM t", (permutations, kind, size, stoplist),
                            [pa.field("pos", pa.int64()), pa.field("sig", pa.binary())])
 
 
@@ -183,7 +183,7 @@ def components(keys, max_rounds=10000):
                   .localCheckpoint(eager=True))
 
 
-def scan_component(table, threshold, election, bands, rows):
+def scan_component(table, threshold, election, bands, rows, measure="levenshtein"):
     """A task: the single database's lsh scan (near_dups_among) over one
     component's rows, an Arrow table (label, pos, rank, text, sig): their
     texts copied in scan order and their band keys made again from the
@@ -201,8 +201,8 @@ def scan_component(table, threshold, election, bands, rows):
             _tasks.insert_many(conn, "INSERT INTO sigs VALUES (?, ?)", zip(pos, batch.column("sig").to_pylist()))
         conn.execute("CREATE TABLE bands AS SELECT b.band, b.key, s.id FROM sigs AS s "
                      "JOIN lsh_bands(s.sig, ?1, ?2) AS b", (bands, rows))
-        out = conn.execute("SELECT id, survivor, anchor, ratio FROM near_dups_among('copy', 'bands', ?, ?)",
-                           (threshold, election)).fetchall()
+        out = conn.execute("SELECT id, survivor, anchor, ratio FROM near_dups_among('copy', 'bands', ?, ?, ?)",
+                           (threshold, election, measure)).fetchall()
     finally:
         conn.close()
     columns = list(zip(*out)) if out else [(), (), (), ()]
@@ -211,7 +211,7 @@ def scan_component(table, threshold, election, bands, rows):
          pa.array(columns[3], pa.float64())], names=["pos", "survivor_pos", "anchor_pos", "ratio"])
 
 
-def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5)):
+def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5, None), measure="levenshtein"):
     """Removals of the lsh scan of `rows` (from scan_order): a DataFrame
     (pos, survivor_pos, anchor_pos, ratio), and figures (the components,
     the rounds and task that found them, seconds of each step)."""
@@ -238,7 +238,7 @@ def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5)):
     # (Each component's rows go to its task as Arrow columns; the task
     # makes their band keys again from the signatures.)
     removed = (texts.join(sigs, "pos").join(labels, "pos").groupBy("label")
-               .applyInArrow(lambda table: scan_component(table, threshold, election, bands, band_rows),
+               .applyInArrow(lambda table: scan_component(table, threshold, election, bands, band_rows, measure),
                              "pos long, survivor_pos long, anchor_pos long, ratio double")
                .localCheckpoint(eager=True))
     seconds["scan"] = round(time.perf_counter() - start, 3)

@@ -348,7 +348,7 @@ def strip_batches(batches, paths, settings_json):
             conn.close()
 
 
-def scan_partition(rows, entry_dead, threshold, window):
+def scan_partition(rows, entry_dead, threshold, window, measure="levenshtein"):
     """Phase 4's window scan of one range of the scan order, through the
     extension's near_dups on an in-memory database. `rows` are (pos, rank,
     text, halo) in any order: the range's own rows, then its halo (the
@@ -365,7 +365,7 @@ def scan_partition(rows, entry_dead, threshold, window):
             conn, "INSERT INTO scan VALUES (?1, ?1, ?2, ?3, ?4)",
             ((pos, None if pos in dead else text, rank, 1 if halo else None) for pos, rank, text, halo in rows))
         removed = conn.execute(
-            "SELECT id, survivor, anchor, ratio FROM near_dups('scan', ?, ?)", (threshold, window)).fetchall()
+            "SELECT id, survivor, anchor, ratio FROM near_dups('scan', ?, ?, ?)", (threshold, window, measure)).fetchall()
         halo = {pos for pos, _, _, h in rows if h}
         return removed, sorted(pos for pos, _, _, _ in removed if pos in halo)
     finally:

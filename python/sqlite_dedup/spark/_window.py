@@ -69,7 +69,7 @@ def _numbered(df, name):
             .drop("_mid", "p", "start"))
 
 
-def scan(rows, threshold, window, partition_rows, max_rounds=10000):
+def scan(rows, threshold, window, partition_rows, measure="levenshtein", max_rounds=10000):
     """Removals of the window scan of `rows` (from scan_order): a DataFrame
     (pos, survivor_pos, anchor_pos, ratio), the number of rounds and of
     range scans it took, and the cached RDDs behind the DataFrame (for the
@@ -104,7 +104,7 @@ def scan(rows, threshold, window, partition_rows, max_rounds=10000):
             raise RuntimeError("sqlite-dedup spark: phase 4 did not settle (a bug: please report it)")
         wanted = {k: entries[k] for k in todo}
         out = parts.mapPartitionsWithIndex(
-            lambda k, it, wanted=wanted: _scan_range(k, it, wanted, threshold, window)).persist()
+            lambda k, it, wanted=wanted: _scan_range(k, it, wanted, threshold, window, measure)).persist()
         outputs.append(out)
         # (Only each range's halo removals come to the driver.)
         for k, exit_ in out.map(lambda r: (r[0], r[2])).collect():
@@ -122,10 +122,10 @@ def scan(rows, threshold, window, partition_rows, max_rounds=10000):
     return df, rounds, scans, (parts, outputs)
 
 
-def _scan_range(k, rows, wanted, threshold, window):
+def _scan_range(k, rows, wanted, threshold, window, measure):
     """A task: scans range `k` if it is wanted this round."""
     if k not in wanted:
         return iter(())
     rows = [row for _, row in rows]
-    removed, exit_ = _tasks.scan_partition(rows, wanted[k], threshold, window)
+    removed, exit_ = _tasks.scan_partition(rows, wanted[k], threshold, window, measure)
     return iter([(k, removed, exit_)])

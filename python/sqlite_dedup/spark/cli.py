@@ -21,11 +21,10 @@ def parser():
     run.add_argument("--master", help="Spark master URL (default: local[*], or what spark-submit gives)")
     run.add_argument("--partition-rows", type=int, default=None, metavar="N",
                      help="scan positions per phase-4 task (default 50000; at least distance - 1)")
-    # (Every setting the table gives a flag but against, action and the
-    # resemblance measure's (a job of shards compares no other file, labels
-    # nothing and measures by lev_ratio yet); the help of those a shard reads
-    # differently.)
-    add_setting_flags(run, skip={"against", "action", "measure", "ngram_size", "stoplist"}, helps={
+    # (Every setting the table gives a flag but against and action (a job of
+    # shards compares no other file and labels nothing yet); the help of those
+    # a shard reads differently.)
+    add_setting_flags(run, skip={"against", "action"}, helps={
         "table": "the table of pages in every shard (default pages)",
         "columns": "the table's columns for the pipeline's names",
         "boilerplate": "'strip': compare texts without the lines a site repeats, counted over every shard",

@@ -83,7 +83,24 @@ pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_settings_table", 0, PURE, |_| {
         Ok(settings::declared::table_json())
     })?;
+    dedup_settings_checked(db)?;
     Ok(())
+}
+
+/// `dedup_settings_checked([settings])`: every setting as a run with these
+/// settings would use it (`dedup_settings`, then the argument on top,
+/// checked, defaults and rules across settings applied), as JSON, with
+/// `measure_spec`. Reads `dedup_settings`, so it is `DIRECTONLY`.
+fn dedup_settings_checked(db: &Connection) -> Result<()> {
+    let flags = rusqlite::functions::FunctionFlags::SQLITE_UTF8
+        | rusqlite::functions::FunctionFlags::SQLITE_DIRECTONLY;
+    db.create_scalar_function("dedup_settings_checked", -1, flags, |ctx| {
+        let json = settings_arg(ctx, "dedup_settings_checked")?;
+        // Safety: as in dedup_run.
+        let db = unsafe { ctx.get_connection()? };
+        let s = read_settings(&db, "dedup_settings_checked", json.as_deref())?;
+        Ok(s.to_checked_json(&db)?)
+    })
 }
 
 /// `dedup_run([settings])`: plan and apply, in one transaction.

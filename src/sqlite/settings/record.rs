@@ -41,16 +41,35 @@ impl Settings {
     /// each setting [`SETTINGS`] records, in its order (built by SQLite's
     /// `json_object`, so that a run's record reads as the runs before it).
     pub fn to_json(&self, db: &Connection) -> Result<String> {
+        self.json_of(db, false)
+    }
+
+    /// Every setting as the run uses it, as a JSON object in the order of
+    /// [`SETTINGS`] (defaults and rules across settings applied), then
+    /// `measure_spec`, the measure as the scans take it: what
+    /// `dedup_settings_checked()` returns.
+    pub fn to_checked_json(&self, db: &Connection) -> Result<String> {
+        let all = self.json_of(db, true)?;
+        db.query_row(
+            "SELECT json_set(?1, '$.measure_spec', ?2)",
+            [all, self.measure().spec()],
+            |r| r.get(0),
+        )
+    }
+
+    /// The settings as a JSON object: those recorded, or `all` of them.
+    fn json_of(&self, db: &Connection, all: bool) -> Result<String> {
         let defaults = Settings::default();
         let mut terms = Vec::new();
         let mut values: Vec<Value> = Vec::new();
         for setting in &SETTINGS {
             let value = (setting.value)(self);
-            let shown = match setting.recorded {
-                Recorded::Always | Recorded::AsJson => true,
-                Recorded::WhenSet => value != (setting.value)(&defaults),
-                Recorded::Never => false,
-            };
+            let shown = all
+                || match setting.recorded {
+                    Recorded::Always | Recorded::AsJson => true,
+                    Recorded::WhenSet => value != (setting.value)(&defaults),
+                    Recorded::Never => false,
+                };
             if !shown {
                 continue;
             }
