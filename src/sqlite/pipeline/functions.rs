@@ -99,7 +99,7 @@ fn dedup_settings_checked(db: &Connection) -> Result<()> {
         // Safety: as in dedup_run.
         let db = unsafe { ctx.get_connection()? };
         let s = read_settings(&db, "dedup_settings_checked", json.as_deref())?;
-        Ok(s.to_checked_json(&db)?)
+        s.to_checked_json(&db)
     })
 }
 
