@@ -5,8 +5,10 @@ instead, on the same texts, in one run: time, peak memory and quality.
 The texts: every page of the N-page builder corpus (benches/corpora.py, seed
 7) with a non-empty `parsed`, one document each (id = rowid). Each tool runs
 in a process of its own (wall and CPU seconds, peak resident memory of that
-process), from the SQLite file to the same end: the documents it finds
-duplicate deleted from the file's table.
+process, read by the process itself from /proc/self/status as VmHWM: the
+parent's memory, held when it forks, is not counted), from the SQLite file
+to the same end: the documents it finds duplicate deleted from the file's
+table.
 
 - `ours: functions` — the extension's functions alone: `minhash` (char
   5-grams, 128 permutations), `lsh_bands` (32 x 4), `near_dups_among`
@@ -17,6 +19,12 @@ duplicate deleted from the file's table.
   incremental index, one transaction.
 - `rensa` — `RMinHashDeduplicator(threshold=0.8, num_perm=128, use_lsh=True)`
   fed `add_pairs` of word tokens, as rensa's README shows it.
+- `rensa best` — the same at rensa's best word-token point on this corpus
+  (64 permutations, 16 bands, threshold 0.84: issue 80's search).
+- `rensa + Levenshtein` — rensa's `RMinHashLSH` (word tokens, 128
+  permutations, 32 bands) for candidates, each verified with
+  python-Levenshtein's `ratio` > 0.9 against the documents kept so far (the
+  first document of a group stays): rensa with our exactness.
 - `datasketch` — `MinHash.bulk` of word tokens (128 permutations) and
   `MinHashLSH(threshold=0.8)`: each document queried, inserted when nothing
   is found, as datasketch's docs show it.
@@ -32,7 +40,7 @@ both texts kept). Precision: the share of removed texts that have a true
 pair, or an equal text, among the kept ones.
 
   cargo build --release --features loadable_extension
-  /usr/bin/python3 -m pip install --break-system-packages rensa datasketch
+  /usr/bin/python3 -m pip install --break-system-packages rensa==0.5.0 datasketch levenshtein
   /usr/bin/python3 benches/peers.py [--pages 100000] [--sample 200] [--repeat 1]
 """
 import argparse
@@ -50,7 +58,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pipeline as P  # noqa: E402
 from corpora import DATA, corpus  # noqa: E402
 
-TOOLS = ["ours: functions", "ours: dedup_run lsh", "rensa", "datasketch"]
+TOOLS = ["ours: functions", "ours: dedup_run lsh", "rensa", "rensa best", "rensa + Levenshtein", "datasketch"]
 THRESHOLD = 0.9
 
 
@@ -111,6 +119,35 @@ def run_rensa(db):
     delete(db, [i for (i, _), k in zip(rows, keep) if not k])
 
 
+def run_rensa_best(db):
+    from rensa import RMinHashDeduplicator
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT id, text FROM docs").fetchall()
+    conn.close()
+    dedup = RMinHashDeduplicator(threshold=0.84, num_perm=64, use_lsh=True, num_bands=16)
+    keep = dedup.add_pairs((str(i), text.split()) for i, text in rows)
+    delete(db, [i for (i, _), k in zip(rows, keep) if not k])
+
+
+def run_rensa_levenshtein(db):
+    import Levenshtein
+    from rensa import RMinHash, RMinHashLSH
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT id, text FROM docs ORDER BY id").fetchall()
+    conn.close()
+    lsh = RMinHashLSH(threshold=0.5, num_perm=128, num_bands=32)
+    kept, gone = {}, []
+    for i, text in rows:
+        m = RMinHash(128, 42)
+        m.update(text.split())
+        if any(Levenshtein.ratio(text, kept[c]) > THRESHOLD for c in lsh.query(m)):
+            gone.append(i)
+        else:
+            lsh.insert(i, m)
+            kept[i] = text
+    delete(db, gone)
+
+
 def run_datasketch(db):
     from datasketch import MinHash, MinHashLSH
     conn = sqlite3.connect(db)
@@ -153,16 +190,29 @@ def kept_ids(tool, path):
     return ids
 
 
+def peak_mb():
+    """This process's own peak resident memory (VmHWM), in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def measure(tool, docs, tmp):
     """(wall s, cpu s, peak MB, kept ids) of the tool in a process of its own."""
     path = tool_db(tool, docs, tmp)
+    report = os.path.join(tmp, "peak.json")
     began = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tool", tool, "--db", path])
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tool", tool, "--db", path,
+                             "--report", report])
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - began
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{tool} failed")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, kept_ids(tool, path)
+    with open(report) as f:
+        peak = json.load(f)["peak_mb"]
+    return wall, usage.ru_utime + usage.ru_stime, peak, kept_ids(tool, path)
 
 
 # --- the verified truth ---------------------------------------------------
@@ -253,11 +303,17 @@ def main():
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--tool")
     ap.add_argument("--db")
+    ap.add_argument("--report")
     args = ap.parse_args()
     if args.tool:
         {"ours: functions": run_ours_functions, "ours: dedup_run lsh": run_ours_pipeline,
-         "rensa": run_rensa, "datasketch": run_datasketch}[args.tool](args.db)
+         "rensa": run_rensa, "rensa best": run_rensa_best, "rensa + Levenshtein": run_rensa_levenshtein,
+         "datasketch": run_datasketch}[args.tool](args.db)
+        with open(args.report, "w") as f:
+            json.dump({"peak_mb": peak_mb()}, f)
         return
+    # (A fresh checkout has no bench-data/ yet.)
+    os.makedirs(DATA, exist_ok=True)
     docs = documents(args.pages)
     t = truth(docs, args.sample)
     tools = args.tools.split(",")
@@ -277,14 +333,19 @@ def main():
           f"compared with every text of an allowed length found {t['sample_pairs']} pairs, "
           f"{len(t['sample_missing'])} of them missing from the truth.\n")
     base = sorted(runs[tools[0]])[len(runs[tools[0]]) // 2]
-    print("| tool | wall s | CPU s | peak MB | wall / ours: functions | texts removed | recall | precision |")
-    print("|---|---|---|---|---|---|---|---|")
+    best = sorted(runs["rensa best"])[len(runs["rensa best"]) // 2] if "rensa best" in runs else None
+    print("| tool | wall s | CPU s | peak MB | wall / ours: functions | CPU / rensa best | texts removed | recall "
+          "| precision |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for tool in tools:
         wall, cpu, mb = sorted(runs[tool])[len(runs[tool]) // 2]
         recall, precision, removed = quality(docs, kept[tool], t["pairs"])
-        print(f"| {tool} | {wall:.2f} | {cpu:.2f} | {mb:.0f} | {wall / base[0]:.2f} | {removed:,} | {recall:.4f} | "
-              f"{precision:.4f} |")
-    print(f"\n(Median of {args.repeat} run(s) a tool, the tools alternated; machine load not controlled.)")
+        versus = f"{cpu / best[1]:.2f}" if best else "-"
+        print(f"| {tool} | {wall:.2f} | {cpu:.2f} | {mb:.0f} | {wall / base[0]:.2f} | {versus} | {removed:,} | "
+              f"{recall:.4f} | {precision:.4f} |")
+    load = os.getloadavg()
+    print(f"\n(Median of {args.repeat} run(s) a tool, the tools alternated; load average at the end "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores.)")
 
 
 if __name__ == "__main__":

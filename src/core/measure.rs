@@ -17,6 +17,7 @@
 //!
 //! [`spec`]: Measure::spec
 
+use crate::core::halt::{never, Halt};
 use crate::core::invalid::Invalid;
 use crate::core::shingles::{Shingles, Stopwords};
 
@@ -103,10 +104,13 @@ impl Measure {
     }
 
     /// The shingles of `text` under resemblance; `None` under Levenshtein.
-    pub fn shingles(&self, text: &str) -> Option<Shingles> {
+    /// Stops with [`Halt::OutOfMemory`] where memory cannot be had.
+    pub fn shingles(&self, text: &str) -> Result<Option<Shingles>, Halt> {
         match self {
-            Measure::Levenshtein => None,
-            Measure::Resemblance(r) => Some(Shingles::new(text, r.n, &r.stopwords)),
+            Measure::Levenshtein => Ok(None),
+            Measure::Resemblance(r) => {
+                Shingles::new_or_halt(text, r.n, &r.stopwords, &never).map(Some)
+            }
         }
     }
 }

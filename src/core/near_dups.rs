@@ -177,7 +177,7 @@ impl Text {
 
     /// Holds what `measure` compares of `text`.
     pub(super) fn measured(text: String, measure: &Measure) -> Result<Self, Halt> {
-        match measure.shingles(&text) {
+        match measure.shingles(&text)? {
             None => Text::new(text),
             Some(shingles) => Ok(Text {
                 text: String::new(),

@@ -26,21 +26,34 @@ impl Shingles {
     /// but fewer than `n` tokens has one shingle made of all its tokens; a
     /// text with no tokens has none.
     pub fn new(text: &str, n: usize, stopwords: &Stopwords) -> Self {
+        Shingles::new_or_halt(text, n, stopwords, &never).expect("out of memory")
+    }
+
+    /// [`Shingles::new`] that asks `stop` every million tokens and stops
+    /// with [`Halt::OutOfMemory`] where memory cannot be had (a scan of
+    /// huge texts inside someone else's process).
+    pub fn new_or_halt(
+        text: &str,
+        n: usize,
+        stopwords: &Stopwords,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Self, Halt> {
         let n = n.max(1);
-        let mut tokens = token_hashes(text);
+        let mut tokens = token_hashes_or_halt(text, stop)?;
         if !stopwords.0.is_empty() {
             tokens.retain(|h| !stopwords.0.contains(h));
         }
-        let mut set: Vec<u64> = if tokens.is_empty() {
-            Vec::new()
-        } else if tokens.len() < n {
-            vec![combine(&tokens)]
-        } else {
-            tokens.windows(n).map(combine).collect()
-        };
+        let mut set: Vec<u64> = Vec::new();
+        if tokens.len() >= n {
+            set.try_reserve_exact(tokens.len() - n + 1)
+                .map_err(|_| Halt::OutOfMemory)?;
+            set.extend(tokens.windows(n).map(combine));
+        } else if !tokens.is_empty() {
+            set.push(combine(&tokens));
+        }
         set.sort_unstable();
         set.dedup();
-        Shingles(set)
+        Ok(Shingles(set))
     }
 
     /// Number of distinct shingles.
