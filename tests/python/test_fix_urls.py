@@ -206,9 +206,10 @@ def test_the_command_probes_through_connect_to_and_runs(tmp_path, servers):
     assert "fix_urls: probed 0 host(s)" in out.stdout and "phase 2 (same canonical URL): 1 removed" in out.stdout
 
 
-def drip_server(interval=0.5):
+def drip_server(interval=0.5, accepted=None):
     """A server on 127.0.0.1 that accepts and answers one byte every
-    `interval` seconds, for ever; (port, stop)."""
+    `interval` seconds, for ever; (port, stop). `accepted`, an Event, is
+    set when a connection comes."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -228,6 +229,8 @@ def drip_server(interval=0.5):
                 conn, _ = listener.accept()
             except OSError:
                 return
+            if accepted is not None:
+                accepted.set()
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
@@ -277,7 +280,11 @@ def test_the_whole_probe_ends_at_its_deadline_and_writes_what_answered(tmp_path,
 def test_ctrl_c_stops_the_command_at_once_and_writes_nothing(tmp_path):
     """Issue 76: SIGINT waited for the thread pool's requests. The command
     now stops at once, its requests cut, nothing written."""
-    port, stop = drip_server()
+    # (A byte every 2 s: the probe waits 8 s for a TLS record's header, so
+    # it is surely in flight when the signal comes, however loaded the
+    # machine.)
+    accepted = threading.Event()
+    port, stop = drip_server(interval=2.0, accepted=accepted)
     db = str(tmp_path / "c.db")
     one_page(db, "http://drip.test/a").close()
     env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
@@ -285,7 +292,10 @@ def test_ctrl_c_stops_the_command_at_once_and_writes_nothing(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "sqlite_dedup", "fix-urls", db, "--timeout", "60",
                                  "--connect-to", f"drip.test:443:127.0.0.1:{port}"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        time.sleep(1.5)
+        # (The probe is in flight once the server has its connection; a
+        # fixed sleep could outlast it on a loaded machine.)
+        assert accepted.wait(60), "the probe never connected"
+        time.sleep(0.3)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
