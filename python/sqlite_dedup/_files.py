@@ -41,9 +41,13 @@ def kind_of(path):
     raise FileError(f"{path}: a corpus file must be .jsonl, .jsonl.gz or .parquet, got {os.path.basename(path)!r}")
 
 
+#: Values stored as they are (not bool, a subclass of int).
+_PLAIN = (str, int, float)
+
+
 def _cell(where, name, value):
     """A record's value as SQLite stores it."""
-    if value is None or isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    if value is None or type(value) in _PLAIN:
         return value
     if isinstance(value, bool):
         return int(value)
@@ -56,15 +60,16 @@ def _page(where, record, fields):
     """The pipeline's columns of one record."""
     if not isinstance(record, dict):
         raise FileError(f"{where}: must be a JSON object of the page's fields, got {type(record).__name__}")
-    names = dict(fields)
+    names = fields
     if "text" in record and "content" not in names and "parsed" not in names \
             and "content" not in record and "parsed" not in record:
-        names["parsed"] = "text"
+        names = {**fields, "parsed": "text"}
     url = names.get("url", "url")
     if url not in record:
         raise FileError(f"{where}: has no {url!r} field: each page needs its URL (null for none; "
                         f"another field: --columns '{{\"url\": \"FIELD\"}}')")
-    return [_cell(where, p, record.get(names.get(p, p))) for p in PIPELINE]
+    get = record.get
+    return [_cell(where, p, get(names.get(p, p))) for p in PIPELINE]
 
 
 def _jsonl_rows(path, kind, fields):
@@ -78,12 +83,13 @@ def _jsonl_rows(path, kind, fields):
                 continue
             where = f"{path} line {number}"
             try:
-                text = line.decode("utf-8")
-                record = json.loads(text)
+                # (Parsed from the bytes, which are also what is kept and
+                # written back: each line is decoded once, by the parser.)
+                record = json.loads(line)
             except (UnicodeDecodeError, ValueError) as e:
                 raise FileError(f"{where}: not a JSON object ({e})") from None
             n += 1
-            yield (n, *_page(where, record, fields), text)
+            yield (n, *_page(where, record, fields), line)
     finally:
         if opened is not sys.stdin.buffer:
             opened.close()
@@ -147,7 +153,7 @@ def _through(conn, kind, src, out, out_kind, kept_db, settings, fields, run, say
     conn.execute("PRAGMA journal_mode = " + ("OFF" if kept_db is None else "WAL"))
     conn.execute("PRAGMA synchronous = " + ("OFF" if kept_db is None else "NORMAL"))
     columns = ", ".join(f"{c} {TYPES.get(c, 'TEXT')}" for c in PIPELINE)
-    conn.execute(f"CREATE TABLE pages (rowid_ INTEGER PRIMARY KEY, {columns}, _record TEXT)")
+    conn.execute(f"CREATE TABLE pages (rowid_ INTEGER PRIMARY KEY, {columns}, _record BLOB)")
     table = _parquet_table(src) if kind == "parquet" else None
     rows = _parquet_rows(table, src, fields) if table is not None else _jsonl_rows(src, kind, fields)
     marks = ", ".join("?" * (len(PIPELINE) + 2))
@@ -179,14 +185,13 @@ def _through(conn, kind, src, out, out_kind, kept_db, settings, fields, run, say
                             type=pa.int64())
             pq.write_table(table.take(keep), part)
         elif out == "-":
-            for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"):
-                sys.stdout.buffer.write(line.encode("utf-8") + b"\n")
+            sys.stdout.buffer.writelines(
+                line + b"\n" for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"))
             sys.stdout.buffer.flush()
         else:
             opened = gzip.open(part, "wb") if out_kind == "jsonl.gz" else open(part, "wb")
             with opened as f:
-                for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"):
-                    f.write(line.encode("utf-8") + b"\n")
+                f.writelines(line + b"\n" for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"))
         if out != "-":
             os.replace(part, out)
     except OSError as e:
