@@ -476,7 +476,7 @@ def test_ctrl_c_interrupts_the_run_and_changes_nothing(tmp_path):
     db = crawl.make(str(tmp_path / "slow.db"), n_articles=1500)
     before = P.fingerprint(db)
     env = dict(os.environ, PYTHONPATH=package(tmp_path))
-    proc = subprocess.Popen([PYTHON, "-m", "sqlite_dedup", "run", db, "--distance", "800"],
+    proc = subprocess.Popen(P.interruptible(PYTHON, "run", db, "--distance", "800"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     # (Signalled once the command has loaded the extension, not after a
     # fixed second: on a loaded machine Python's start alone can take

@@ -289,8 +289,8 @@ def test_ctrl_c_stops_the_command_at_once_and_writes_nothing(tmp_path):
     one_page(db, "http://drip.test/a").close()
     env = dict(os.environ, PYTHONPATH=P.package(tmp_path))
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "sqlite_dedup", "fix-urls", db, "--timeout", "60",
-                                 "--connect-to", f"drip.test:443:127.0.0.1:{port}"],
+        proc = subprocess.Popen(P.interruptible(sys.executable, "fix-urls", db, "--timeout", "60",
+                                                "--connect-to", f"drip.test:443:127.0.0.1:{port}"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         # (The probe is in flight once the server has its connection; a
         # fixed sleep could outlast it on a loaded machine.)

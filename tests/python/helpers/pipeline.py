@@ -38,6 +38,17 @@ def package(tmp_path):
     return os.path.join(str(tmp_path), "pkg")
 
 
+def interruptible(python, *args):
+    """The argv of `python -m sqlite_dedup ARGS` with Python's own Ctrl-C
+    handler installed first: a process started in the background by a
+    shell without job control inherits SIGINT ignored, and Python then
+    installs no handler, so a test's SIGINT would be lost (a terminal's
+    Ctrl-C never is)."""
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv = ['sqlite_dedup'] + sys.argv[1:]; runpy.run_module('sqlite_dedup', run_name='__main__')")
+    return [python, "-c", start, *args]
+
+
 def connect(path):
     """A connection with the release build of the extension loaded."""
     conn = sqlite3.connect(path, isolation_level=None)
