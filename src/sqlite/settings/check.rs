@@ -201,21 +201,10 @@ fn parse_stoplist(v: &Value) -> std::result::Result<String, DedupError> {
         _ => return bad(),
     };
     let words: Vec<String> = if text.trim_start().starts_with('[') {
-        let db = Connection::open_in_memory()?;
-        let ok: bool = db.query_row(
-            "SELECT json_valid(?1) AND json_type(?1) = 'array' AND NOT EXISTS
-               (SELECT 1 FROM json_each(?1) WHERE type <> 'text')",
-            [text],
-            |r| r.get(0),
-        )?;
-        if !ok {
-            return bad();
+        match json_texts(text, true)? {
+            Some(words) => words,
+            None => return bad(),
         }
-        let mut stmt = db.prepare("SELECT value FROM json_each(?1) ORDER BY key")?;
-        let words = stmt
-            .query_map([text], |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>>>()?;
-        words
     } else {
         vec![text.clone()]
     };
@@ -307,21 +296,27 @@ fn parse_prefer(v: &Value) -> std::result::Result<Vec<String>, DedupError> {
         Value::Text(t) => t,
         _ => return bad(),
     };
+    json_texts(text, false)?.map_or_else(bad, Ok)
+}
+
+/// The texts of `text` when it is a JSON array of texts (none blank unless
+/// `blank`), in order; `None` when it is not one.
+fn json_texts(text: &str, blank: bool) -> Result<Option<Vec<String>>> {
     let db = Connection::open_in_memory()?;
     let ok: bool = db.query_row(
         "SELECT CASE WHEN json_valid(?1) AND json_type(?1) = 'array' THEN NOT EXISTS
-           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR trim(value) = '') ELSE 0 END",
-        [text],
+           (SELECT 1 FROM json_each(?1) WHERE type <> 'text' OR (NOT ?2 AND trim(value) = '')) ELSE 0 END",
+        rusqlite::params![text, blank],
         |r| r.get(0),
     )?;
     if !ok {
-        return bad();
+        return Ok(None);
     }
     let mut stmt = db.prepare("SELECT value FROM json_each(?1) ORDER BY key")?;
-    let terms = stmt
+    let texts = stmt
         .query_map([text], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>>>()?;
-    Ok(terms)
+    Ok(Some(texts))
 }
 
 #[cfg(test)]
