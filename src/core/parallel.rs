@@ -58,6 +58,11 @@ where
             return Ok(out);
         }
     };
+    // (Asked once before the work: the pool may finish it before the
+    // first poll's interval has passed.)
+    if poll() {
+        return Err(Halt::Stopped);
+    }
     let stopped = AtomicBool::new(false);
     let stop = || stopped.load(Ordering::Relaxed);
     let (tx, rx) = mpsc::channel();
