@@ -41,6 +41,8 @@ def register_commands(cli):
     @click.option("--busy-timeout", type=click.IntRange(min=0), help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     @click.option("--against", help="also compare with another database's pages (a path, read-only); only PATH's pages are removed")
     @click.option("--fix-urls", is_flag=True, help="probe the hosts not probed yet and canonicalize by their answers (http -> https, www. dropped)")
+    @click.option("--paragraphs", type=click.Choice(["keep", "dedup"]), help="'dedup': cut from each kept page the paragraphs a page before it holds (default keep)")
+    @click.option("--paragraph-min", type=click.IntRange(min=1), help="paragraphs dedup: the fewest characters a paragraph cut has (default 100)")
     @click.option("--action", type=click.Choice(["delete", "label"]), help="'label': delete nothing, write every row's cluster to dedup_clusters")
     @click.option("--full", is_flag=True, help="compare every row, even when only some are new since the last run")
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
@@ -48,7 +50,7 @@ def register_commands(cli):
     def dedup(path, threshold, measure, ngram_size, stoplist, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
               lsh_shingles, lsh_shingle_size,
               boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, against,
-              fix_urls, action, full, dry_run, restore):
+              fix_urls, paragraphs, paragraph_min, action, full, dry_run, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
         from sqlite_dedup.cli import database_problem
         problem = database_problem(path)  # (a file that is not a database: named, with its path)
@@ -74,6 +76,7 @@ def register_commands(cli):
                                           "table": table, "prefer": list(prefer) or None,
                                           "compat": compat, "columns": columns, "busy_timeout": busy_timeout,
                                           "against": against, "fix_urls": True if fix_urls else None,
+                                          "paragraphs": paragraphs, "paragraph_min": paragraph_min,
                                           "action": action, "full": True if full else None}.items() if v is not None}
             if fix_urls:
                 from sqlite_dedup.cli import print_probed

@@ -291,6 +291,32 @@ def kept_apart(conn, rowid):
     return row[0] if row else None
 
 
+def paragraphs(conn, rowid):
+    """The paragraphs runs with `paragraphs = 'dedup'` cut from a kept
+    page's text (`dedup_paragraphs`), latest run first: a list of dicts with
+    run, position (among the page's paragraphs, from 1), length
+    (characters), owner (the rowid of the page before it that holds the
+    paragraph), owner_url and paragraph (its text); and whether a run kept
+    the page whole because pages before it hold each of its paragraphs
+    (`kept_whole`: that note, or None). A rowid that is not an int is a
+    TypeError."""
+    _connection(conn, "paragraphs")
+    if isinstance(rowid, bool) or not isinstance(rowid, int):
+        raise TypeError(f"paragraphs: rowid must be an int, got {type(rowid).__name__} {rowid!r}")
+    names = ("run", "position", "length", "owner", "owner_url", "paragraph")
+    cut = []
+    if _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_paragraphs' AND type = 'table'"):
+        cut = [dict(zip(names, row)) for row in conn.execute(
+            "SELECT dedup_run, position, length, owner, owner_url, paragraph FROM dedup_paragraphs "
+            "WHERE dedup_rowid = ? ORDER BY dedup_run DESC, position", (rowid,))]
+    whole = None
+    if _one(conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_notes' AND type = 'table'"):
+        row = conn.execute("SELECT note FROM dedup_notes WHERE dedup_rowid = ? AND kind = 'paragraphs held' "
+                           "ORDER BY dedup_run DESC LIMIT 1", (rowid,)).fetchone()
+        whole = row[0] if row else None
+    return {"cut": cut, "kept_whole": whole}
+
+
 def stats(conn):
     """The runs recorded in the database: a list of their reports."""
     _connection(conn, "stats")

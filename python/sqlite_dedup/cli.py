@@ -216,6 +216,12 @@ def dedup_file_command(args):
     return 0
 
 
+def _excerpt(text, most=80):
+    """The first `most` characters of a text on one line, with ... when cut."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= most else flat[:most - 3] + "..."
+
+
 def main(argv=None):
     """The `sqlite-dedup` command: parses `argv` (default: the process's
     arguments), runs the subcommand named and returns its exit code."""
@@ -368,6 +374,13 @@ def main(argv=None):
                     note = sqlite_dedup.kept_apart(conn, kept[0])
                     if note:
                         print(f"  {note}")
+                    held = sqlite_dedup.paragraphs(conn, kept[0])
+                    for cut in held["cut"]:
+                        print(f"  paragraph {cut['position']} ({cut['length']} characters) cut by run {cut['run']}: "
+                              f"held by rowid {cut['owner']} ({cut['owner_url']}): "
+                              f"{_excerpt(cut['paragraph'])!r}")
+                    if held["kept_whole"]:
+                        print(f"  {held['kept_whole']}")
                     return 0
                 print(f"sqlite-dedup: no page {args.page!r}: not in {table}, and "
                       + ("no run removed it" if runs else "no run is recorded in this database"), file=sys.stderr)

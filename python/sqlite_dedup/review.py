@@ -2,7 +2,8 @@
 (no network, no external script): the runs; removals per phase and per
 domain as bar charts; every removed page beside its final survivor with the
 words that differ highlighted, the reason, the ratio, and the pages kept
-apart with the parameter that kept them apart; filters by run, phase, domain
+apart with the parameter that kept them apart, the paragraphs cut from
+kept pages (`paragraphs = 'dedup'`) with the page that holds each; filters by run, phase, domain
 and text. `sqlite-dedup report DB -o report.html` writes it; the Datasette
 plugin serves it at /-/dedup-review/DATABASE."""
 import base64
@@ -268,6 +269,13 @@ def review_html(conn, title="sqlite-dedup review", explain_url=None):
             f'<td>{diff}</td></tr>')
     apart = conn.execute("SELECT dedup_run, dedup_rowid, note FROM dedup_notes WHERE kind = 'kept apart' "
                          "ORDER BY dedup_run DESC, dedup_rowid LIMIT 200").fetchall() if "dedup_notes" in has else []
+    cut = conn.execute(
+        "SELECT dedup_run, dedup_rowid, position, length, owner, owner_url, paragraph FROM dedup_paragraphs "
+        f"ORDER BY dedup_run DESC, dedup_rowid, position LIMIT {SHOWN}").fetchall() if "dedup_paragraphs" in has else []
+    cut_rows = "".join(
+        f"<tr><td>{_number(r)}</td><td>rowid {_number(k)}, paragraph {_number(at)} ({_number(n)} characters)</td>"
+        f"<td>rowid {_number(o)}<br>{_link(ou)}</td><td><small>{_esc(str(text or '')[:300])}</small></td></tr>"
+        for r, k, at, n, o, ou, text in cut)
     top_domains = sorted(domains.items(), key=lambda kv: (-kv[1], kv[0]))[:15]
     options = lambda values: "".join(f'<option value="{_esc(v)}">{_esc(v)}</option>' for v in values)
     script = """
@@ -307,6 +315,8 @@ figure { display: inline-block; margin: 0 2em 1em 0; vertical-align: top; }
 {_bars([(f"phase {p}", n) for p, n in per_phase if isinstance(n, int)], "removed rows per phase (all runs)")}
 {_bars(top_domains, "removed rows per domain (the pages listed below)")}
 <h2>Kept apart</h2><ul>{''.join(f"<li>run {_number(r)}, rowid {_number(k)}: {_esc(n)}</li>" for r, k, n in apart) or "<li>none</li>"}</ul>
+<h2>Paragraphs cut</h2>
+{f'<table id="paragraphs"><tr><th>run</th><th>from</th><th>held by</th><th>paragraph</th></tr>{cut_rows}</table>' if cut_rows else "<p>none</p>"}
 <h2>Removed pages and their final survivors</h2>
 <p>Those with a survivor first (phases 2 to 4, with the words that differ), then those a rule removed (phases 1 and 5).</p>
 <div class="filters">run <select id="run"><option value="">all</option>{options(sorted({str(r[1]) for r in rows}, key=lambda v: (len(v), v)))}</select>

@@ -16,6 +16,7 @@ pub mod measure;
 pub mod near_dups;
 pub mod ordering;
 pub mod pair_scan;
+pub mod paragraphs;
 pub mod parallel;
 pub mod phase;
 pub mod phase1;

@@ -22,9 +22,10 @@ from incremental_state import demo_copy, table_state, report, index_band_keys, i
                                       {"near_mode": "lsh", "compat": "reference"},
                                       {"near_mode": "lsh", "threshold": 0.8, "n_min": 3},
                                       {"measure": "resemblance", "distance": 8},
-                                      {"measure": "resemblance", "near_mode": "lsh", "stoplist": ["the", "a"]}],
+                                      {"measure": "resemblance", "near_mode": "lsh", "stoplist": ["the", "a"]},
+                                      {"paragraphs": "dedup", "paragraph_min": 40, "distance": 6}],
                          ids=["default", "n_min-distance", "n_min-6", "distance-3", "compat", "lsh",
-                              "lsh-compat", "lsh-0.8-n_min", "resemblance", "lsh-resemblance"])
+                              "lsh-compat", "lsh-0.8-n_min", "resemblance", "lsh-resemblance", "paragraphs"])
 def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
     rng = random.Random(seed)
     db, conn, pool = demo_part(tmp_path, rng, 350)
@@ -348,7 +349,7 @@ def test_an_index_of_another_version_makes_the_run_full(tmp_path):
     db, conn = demo_copy(tmp_path)
     report(conn, {})
     version = conn.execute("SELECT value FROM dedup_index_state WHERE key = 'version'").fetchone()[0]
-    assert version == "12 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
+    assert version == "13 " + conn.execute("SELECT dedup_version()").fetchone()[0].lstrip("v"), version
     conn.execute("UPDATE dedup_index_state SET value = '3 0.1.0' WHERE key = 'version'")
     again = report(conn, {})
     assert (again["kind"], again["why"]) == ("full", "the index is from another version")
@@ -607,8 +608,9 @@ def history_step(conn, rng, pool, step):
 
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])
 @pytest.mark.parametrize("settings", [{"distance": 4}, {"near_mode": "lsh", "n_min": 2},
-                                      {"measure": "resemblance", "ngram_size": 3, "threshold": 0.3, "distance": 4}],
-                         ids=["window", "lsh", "resemblance"])
+                                      {"measure": "resemblance", "ngram_size": 3, "threshold": 0.3, "distance": 4},
+                                      {"paragraphs": "dedup", "paragraph_min": 40, "near_mode": "lsh"}],
+                         ids=["window", "lsh", "resemblance", "paragraphs"])
 def test_incremental_equals_full_over_random_histories(tmp_path, seed, settings):
     """Issue 76's property: over random histories of inserts, re-crawls
     under old rowids, deletions, VACUUM and a user's trigger, every run

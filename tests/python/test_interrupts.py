@@ -163,6 +163,45 @@ def test_an_interrupt_in_a_run_against_another_database_leaves_before_or_done(tm
     assert fingerprint(old) == before
 
 
+PARAGRAPHS = """dedup_run('{"paragraphs": "dedup"}')"""
+
+
+def paragraph_template(path, restore=False):
+    """A small crawl with one long paragraph planted in every page, so
+    that a paragraph run cuts it from all but one; with `restore`, that run
+    made (the call under test is then its restore)."""
+    template(path, "dedup_run")
+    shared = ("A licence paragraph that several pages of this crawl quote in full, long enough to be cut "
+              "from every page after the first that holds it, whatever the page.")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE pages SET parsed = parsed || char(10, 10) || ?", (shared,))
+    conn.commit()
+    conn.close()
+    if restore:
+        conn = P.connect(path)
+        conn.execute(f"SELECT {PARAGRAPHS}").fetchone()
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize("function", [PARAGRAPHS, "dedup_restore"], ids=["paragraphs-run", "its-restore"])
+def test_an_interrupt_in_a_paragraph_run_or_its_restore_leaves_before_or_done(tmp_path, function):
+    """The paragraph step and the rewrite of the texts it cut (and their
+    restore), every fourth VM step in Python from a seeded offset."""
+    db = paragraph_template(str(tmp_path / "t.db"), restore=function == "dedup_restore")
+    probe = str(tmp_path / "probe.db")
+    shutil.copy(db, probe)
+    conn = P.connect(probe)
+    if function == "dedup_restore":
+        assert conn.execute("SELECT count(*) FROM dedup_paragraphs").fetchone()[0] >= 2
+    else:
+        conn.execute(f"SELECT {PARAGRAPHS}").fetchone()
+        report = json.loads(conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()[0])
+        assert report["paragraphs"]["cut"] >= 2, report
+    conn.close()
+    sweep("python", function, db, STRIDE or 4, P.machine_factor(tmp_path))
+
+
 def sweep(host, function, db, stride, slower=1.0):
     """Interrupts `function` on copies of `db` at every `stride`-th VM step
     (from a seeded offset) in `host`, shared by one process a core: each

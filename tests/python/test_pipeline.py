@@ -104,7 +104,7 @@ def test_shell_runs_the_readme_command(tmp_path):
     # No intermediate table is left.
     assert conn.execute("SELECT count(*) FROM sqlite_temp_schema").fetchone()[0] == 0
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY 1")] == [
-        "dedup_changes", "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_bands", "dedup_index_bands_left", "dedup_index_keys", "dedup_index_keys_new", "dedup_index_order", "dedup_index_state", "dedup_notes", "dedup_removed",
+        "dedup_changes", "dedup_domains", "dedup_domains_before", "dedup_index", "dedup_index_bands", "dedup_index_bands_left", "dedup_index_keys", "dedup_index_keys_new", "dedup_index_order", "dedup_index_paragraphs", "dedup_index_state", "dedup_notes", "dedup_paragraphs", "dedup_removed",
         "dedup_rewritten", "dedup_runs", "pages"]
     # The change log's triggers (docs/incremental.md), and nothing logged yet.
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='trigger' ORDER BY 1")] == [
@@ -113,7 +113,8 @@ def test_shell_runs_the_readme_command(tmp_path):
         "dedup_track_delete", "dedup_track_domains_delete", "dedup_track_domains_insert",
         "dedup_track_domains_update", "dedup_track_index_delete", "dedup_track_index_insert",
         "dedup_track_index_update", "dedup_track_insert", "dedup_track_order_delete", "dedup_track_order_insert",
-        "dedup_track_order_update", "dedup_track_update"]
+        "dedup_track_order_update", "dedup_track_paragraphs_delete", "dedup_track_paragraphs_insert",
+        "dedup_track_paragraphs_update", "dedup_track_update"]
     assert conn.execute("SELECT count(*) FROM dedup_changes").fetchone()[0] == 0
 
 

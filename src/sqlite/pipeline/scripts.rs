@@ -31,6 +31,9 @@ pub enum Step {
     /// kept rows that share a band key with one and may be near it
     /// ([`crate::sqlite::pipeline::incremental::lsh_input::build`]).
     NearInput,
+    /// With `paragraphs = 'dedup'`: each kept page's paragraphs against the
+    /// kept pages' before it ([`crate::sqlite::pipeline::run::paragraphs`]).
+    Paragraphs,
 }
 
 /// The phases, in order: a name and its steps.
@@ -127,6 +130,7 @@ pub const PHASES: [(&str, &[Step]); 6] = [
                 include_str!("../../../sql/against/06_only_here.sql"),
                 When::Against,
             ),
+            Step::Paragraphs,
         ],
     ),
 ];

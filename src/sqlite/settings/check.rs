@@ -138,7 +138,37 @@ pub fn parse(pairs: &[(String, Value)]) -> std::result::Result<Settings, DedupEr
         s.stoplist = parse_stoplist(&v)?;
     }
     measure_rules(&mut s, &get)?;
+    paragraph_rules(&s, &get)?;
     Ok(s)
+}
+
+/// The rules of `paragraphs` across settings: `paragraph_min` is its
+/// alone; the reference edits no text; a run `against` another database
+/// or one that labels edits none either.
+fn paragraph_rules(
+    s: &Settings,
+    get: &dyn Fn(&str) -> Option<Value>,
+) -> std::result::Result<(), DedupError> {
+    use crate::sqlite::settings::choices::{Action, Paragraphs};
+    if s.paragraphs == Paragraphs::Keep {
+        if !matches!(get("paragraph_min"), None | Some(Value::Null)) {
+            return fail(Code::Setting, "dedup: paragraph_min applies to paragraphs 'dedup' only, got paragraph_min with paragraphs 'keep'".into());
+        }
+        return Ok(());
+    }
+    let with = if s.compat == Compat::Reference {
+        "compat = 'reference' (the reference edits no text)"
+    } else if !s.against.is_empty() {
+        "against (a paragraph's owner may be a page of the other database, whose text a run does not edit)"
+    } else if s.action == Action::Label {
+        "action 'label' (a labelling run changes no row)"
+    } else {
+        return Ok(());
+    };
+    fail(
+        Code::Setting,
+        format!("dedup: paragraphs 'dedup' cannot be combined with {with}"),
+    )
 }
 
 /// The rules of `measure` across settings: resemblance's threshold is

@@ -82,6 +82,17 @@ choice! {
 }
 
 choice! {
+    /// `paragraphs`: what a run does with a paragraph a kept page shares
+    /// with a page before it in the election order.
+    Paragraphs {
+        /// Leaves the texts of kept pages as they are.
+        Keep = "keep",
+        /// Cuts the later pages' copies (archived for `dedup_restore()`).
+        Dedup = "dedup",
+    } default Keep
+}
+
+choice! {
     /// `compat`: the project's behaviour or the reference's.
     Compat {
         /// The project's defaults.

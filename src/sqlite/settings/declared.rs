@@ -15,7 +15,7 @@
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::ground::json::json_string;
 use crate::sqlite::settings::choices::{
-    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode,
+    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode, Paragraphs,
 };
 use crate::sqlite::settings::values::Settings;
 use rusqlite::types::Value;
@@ -139,7 +139,7 @@ fn text(v: Value) -> String {
 }
 
 /// Every setting, in the order `dedup_runs.settings` records them.
-pub const SETTINGS: [Setting; 27] = [
+pub const SETTINGS: [Setting; 29] = [
     Setting {
         name: "threshold",
         kind: Kind::Unit { null_is_off: false },
@@ -354,6 +354,26 @@ pub const SETTINGS: [Setting; 27] = [
         cli: Some(Cli { flag: "--lsh-shingle-size", metavar: "N", help: "lsh mode: characters or words a shingle (default 5)" }),
         value: |s| Value::Integer(s.lsh_shingle_size),
         set: |s, v| s.lsh_shingle_size = integer(&v),
+    },
+    Setting {
+        name: "paragraphs",
+        kind: Kind::Choice { words: Paragraphs::WORDS, null: NullIs::Word("keep") },
+        rule: "must be 'keep' (texts as they are) or 'dedup' (a kept page's paragraph that a page before it holds is cut from its text)",
+        recorded: Recorded::WhenSet,
+        run_row: Some("TEXT"),
+        cli: Some(Cli { flag: "--paragraphs", metavar: "", help: "'dedup': cut from each kept page the paragraphs a page before it holds (default keep)" }),
+        value: |s| Value::Text(s.paragraphs.as_str().into()),
+        set: |s, v| s.paragraphs = Paragraphs::from_word(&text(v)).unwrap_or_default(),
+    },
+    Setting {
+        name: "paragraph_min",
+        kind: Kind::IntegerFrom(1),
+        rule: "must be an integer >= 1 (characters)",
+        recorded: Recorded::WhenSet,
+        run_row: Some("INTEGER"),
+        cli: Some(Cli { flag: "--paragraph-min", metavar: "N", help: "paragraphs dedup: the fewest characters a paragraph cut has (default 100)" }),
+        value: |s| Value::Integer(s.paragraph_min),
+        set: |s, v| s.paragraph_min = integer(&v),
     },
     Setting {
         name: "action",

@@ -4,8 +4,12 @@
 use crate::core::measure::Measure;
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::settings::choices::{
-    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode,
+    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode, Paragraphs,
 };
+
+/// `paragraph_min`'s default: paragraphs of fewer characters are never cut
+/// (benches/results/paragraphs-2026-12-06.md).
+pub const DEFAULT_PARAGRAPH_MIN: i64 = 100;
 
 /// Checked settings of one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +41,11 @@ pub struct Settings {
     pub lsh_shingles: ShingleKind,
     /// `lsh` mode: the shingles' size (characters or words).
     pub lsh_shingle_size: i64,
+    /// `keep` (the default) or `dedup`: a kept page's paragraph that a page
+    /// before it in the election order holds is cut from its text.
+    pub paragraphs: Paragraphs,
+    /// `paragraphs`: the fewest characters a paragraph must have to be cut.
+    pub paragraph_min: i64,
     /// What a run does with the duplicates it finds: delete them, or
     /// label every row with its cluster.
     pub action: Action,
@@ -117,6 +126,8 @@ impl Default for Settings {
             lsh_rows: 4,
             lsh_shingles: ShingleKind::Char,
             lsh_shingle_size: 5,
+            paragraphs: Paragraphs::default(),
+            paragraph_min: DEFAULT_PARAGRAPH_MIN,
             action: Action::Delete,
             table: "pages".into(),
             busy_timeout: 5000,

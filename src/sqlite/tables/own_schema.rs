@@ -4,7 +4,7 @@
 //! read it: [`crate::sqlite::tables::own_tables`], [`crate::sqlite::tables::schema`]).
 
 /// Each table and the statement that creates it.
-pub const OWN: [(&str, &str); 14] = [
+pub const OWN: [(&str, &str); 16] = [
     (
         "dedup_runs",
         "CREATE TABLE main.dedup_runs (run INTEGER PRIMARY KEY, finished TEXT, rows_before INTEGER, rows_after INTEGER, settings TEXT, report TEXT)",
@@ -27,6 +27,21 @@ pub const OWN: [(&str, &str); 14] = [
     (
         "dedup_notes",
         "CREATE TABLE main.dedup_notes (dedup_run INTEGER, dedup_rowid INTEGER, kind TEXT, other INTEGER, ratio REAL, note TEXT)",
+    ),
+    // Each paragraph a run with paragraphs = 'dedup' cut from a kept page's
+    // text: its position among the page's paragraphs (from 1), its length
+    // in characters, the page before it that holds it (owner, and its URL
+    // after the run) and its text (crate::sqlite::pipeline::run::paragraphs).
+    (
+        "dedup_paragraphs",
+        "CREATE TABLE main.dedup_paragraphs (dedup_run INTEGER, dedup_rowid INTEGER, position INTEGER, length INTEGER, owner INTEGER, owner_url TEXT, paragraph TEXT)",
+    ),
+    // The paragraphs (their keys: crate::core::paragraphs::key_of) each kept
+    // page holds after a run with paragraphs = 'dedup', for the next
+    // incremental run (crate::sqlite::pipeline::incremental::index_paragraphs).
+    (
+        "dedup_index_paragraphs",
+        "CREATE TABLE main.dedup_index_paragraphs (rid INTEGER NOT NULL, key INTEGER NOT NULL, PRIMARY KEY (rid, key)) WITHOUT ROWID",
     ),
     // The index of incremental runs (see crate::sqlite::pipeline::incremental::index).
     // Per kept row: its fingerprint, its place in phase 4's order, what

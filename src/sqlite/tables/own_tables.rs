@@ -245,6 +245,9 @@ pub fn ensure(db: &Connection, source: &Source) -> Result<(), DedupError> {
     for name in INDEX_KEYS_OLD {
         db.execute_batch(&format!("DROP INDEX IF EXISTS main.{name}"))?;
     }
+    db.execute_batch(
+        "CREATE INDEX IF NOT EXISTS main.dedup_index_paragraphs_key ON dedup_index_paragraphs (key)",
+    )?;
     for (name, on) in INDEX_KEYS {
         db.execute_batch(&format!(
             "CREATE INDEX IF NOT EXISTS main.{name} ON dedup_index {on}"

@@ -52,3 +52,13 @@ pub fn pending_besides_url(source: &Source) -> String {
         format!("({})", pending.join(" OR "))
     }
 }
+
+/// `parsed`'s (changed, new value) in a run with `paragraphs = 'dedup'`:
+/// the text the paragraph step left (`temp._dedup_paragraph_texts`), else
+/// `parsed`'s own rewrite (its fill).
+pub fn paragraph_rewrite(changed: &str, new: &str) -> (String, String) {
+    (
+        format!("({changed} OR p.source_rowid IN (SELECT rid FROM temp._dedup_paragraph_texts))"),
+        format!("coalesce((SELECT t.parsed FROM temp._dedup_paragraph_texts AS t WHERE t.rid = p.source_rowid), {new})"),
+    )
+}

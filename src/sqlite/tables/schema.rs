@@ -46,6 +46,16 @@ pub fn object_type(db: &Connection, name: &str) -> Result<Option<String>> {
     .optional()
 }
 
+/// Whether the temp schema has a table `name` (a step's output that runs
+/// only with some settings).
+pub fn temp_table_exists(db: &Connection, name: &str) -> Result<bool> {
+    db.query_row(
+        "SELECT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?1)",
+        [name],
+        |r| r.get(0),
+    )
+}
+
 /// Creates the temp view `name` as `body` unless it exists with that body
 /// already (a schema change makes every prepared statement of the
 /// connection prepare again, so functions called often skip it).

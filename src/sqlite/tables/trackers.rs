@@ -27,7 +27,7 @@ pub const TRACKERS: [(&str, &str, &str); 3] = [
 /// incremental run starts from; a deleted or changed row of the change log
 /// (`dedup_changes`) or an edit of the index and its scan order makes an
 /// incremental run blind to what changed. Each makes the next run full.
-pub const OWN_TRACKERS: [(&str, &str, &str, &str); 14] = [
+pub const OWN_TRACKERS: [(&str, &str, &str, &str); 17] = [
     (
         "dedup_track_archive_insert",
         "dedup_removed",
@@ -92,6 +92,24 @@ pub const OWN_TRACKERS: [(&str, &str, &str, &str); 14] = [
         "dedup_track_index_delete",
         "dedup_index",
         "AFTER DELETE ON \"dedup_index\"",
+        "index",
+    ),
+    (
+        "dedup_track_paragraphs_insert",
+        "dedup_index_paragraphs",
+        "AFTER INSERT ON \"dedup_index_paragraphs\"",
+        "index",
+    ),
+    (
+        "dedup_track_paragraphs_update",
+        "dedup_index_paragraphs",
+        "AFTER UPDATE ON \"dedup_index_paragraphs\"",
+        "index",
+    ),
+    (
+        "dedup_track_paragraphs_delete",
+        "dedup_index_paragraphs",
+        "AFTER DELETE ON \"dedup_index_paragraphs\"",
         "index",
     ),
     (

@@ -85,6 +85,13 @@ fn rewritten_rows(
     // (Nothing looks rows up by URL from here on: the URL index of
     // _dedup_prepared goes first, so that the rows deleted and written
     // again here do not update it.)
+    // (A text the paragraph step edited: phase 1 whole, as a fill.)
+    let edited = if crate::sqlite::tables::schema::temp_table_exists(db, "_dedup_paragraph_texts")?
+    {
+        "AND source_rowid NOT IN (SELECT rid FROM temp._dedup_paragraph_texts)"
+    } else {
+        ""
+    };
     db.execute_batch(&format!(
         "DROP INDEX IF EXISTS temp._dedup_prepared_url;
          DROP TABLE IF EXISTS temp._dedup_before;
@@ -94,7 +101,7 @@ fn rewritten_rows(
          DELETE FROM temp._dedup_prepared WHERE source_rowid IN (SELECT source_rowid FROM temp._dedup_before);
          DROP TABLE IF EXISTS temp._dedup_url_only;
          CREATE TEMP TABLE _dedup_url_only AS SELECT * FROM temp._dedup_before
-         WHERE skip_reason IS NULL AND fill_parsed IS NULL;
+         WHERE skip_reason IS NULL AND fill_parsed IS NULL {edited};
          DROP VIEW IF EXISTS temp._dedup_todo;
          CREATE TEMP VIEW _dedup_todo AS SELECT * FROM temp._dedup_source
          WHERE rid IN (SELECT source_rowid FROM temp._dedup_before
@@ -124,7 +131,13 @@ fn new_rows(
     let fp = fingerprint_of(source, "g");
     // (A rewritten row whose phase-1 values changed, or that a run would
     // rewrite again, is unsettled: fp 0.)
-    let pending = crate::sqlite::tables::rewrites::pending_besides_url(source);
+    let mut pending = crate::sqlite::tables::rewrites::pending_besides_url(source);
+    // (A text the paragraph step cut was compared before the cut: the next
+    // run compares it again, as a full run would.)
+    if crate::sqlite::tables::schema::temp_table_exists(db, "_dedup_paragraph_texts")? {
+        pending =
+            format!("({pending} OR g.{rowid} IN (SELECT rid FROM temp._dedup_paragraph_texts))");
+    }
     // (tlen: the length of the text phase 4 compares, when it is known
     // without reading it again.)
     let parsed = source.column("parsed").map_or("NULL".to_string(), |c| {
@@ -404,6 +417,7 @@ pub fn forget(db: &Connection) -> Result<(), DedupError> {
         "dedup_index_keys_new",
         "dedup_index_bands",
         "dedup_index_bands_left",
+        "dedup_index_paragraphs",
         "dedup_index_state",
     ] {
         if crate::sqlite::tables::schema::object_type(db, name)?.as_deref() == Some("table") {

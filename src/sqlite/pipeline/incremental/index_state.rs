@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::sqlite::ground::error::DedupError;
 
 /// The index's format; an index of another is rebuilt by a full run.
-pub const FORMAT: &str = "12";
+pub const FORMAT: &str = "13";
 
 /// What `dedup_index_state.version` holds: the format and the extension's
 /// version (another version may canonicalize or compare differently, so

@@ -9,6 +9,7 @@ pub mod index;
 pub mod index_bands;
 pub mod index_functions;
 pub mod index_keys;
+pub mod index_paragraphs;
 pub mod index_state;
 pub mod lsh_input;
 pub mod near_input;

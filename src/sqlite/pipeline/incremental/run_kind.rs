@@ -97,6 +97,7 @@ pub fn why_full(
         || !exists("dedup_index_bands_left")?
         || !exists("dedup_index_keys")?
         || !exists("dedup_index_keys_new")?
+        || !exists("dedup_index_paragraphs")?
     {
         return Ok(Some(NO_INDEX_YET.into()));
     }

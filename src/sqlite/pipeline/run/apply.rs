@@ -10,7 +10,7 @@ use crate::sqlite::ground::error::{fail, DedupError};
 use crate::sqlite::ground::trace::lap;
 use crate::sqlite::pipeline::run::plan::{drop_temp, planned, Planned};
 use crate::sqlite::pipeline::run::report::Report;
-use crate::sqlite::tables::rewrites::REWRITES;
+use crate::sqlite::tables::rewrites::{paragraph_rewrite, REWRITES};
 use crate::sqlite::tables::schema::{self, quote_ident, quote_literal, Source, ARCHIVE_META};
 
 /// Applies the plan `temp._dedup_planned` describes and drops the plan:
@@ -32,7 +32,8 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         db.query_row("SELECT count(*) FROM temp._dedup_removal", [], |r| r.get(0))?;
     let written_after = archive(db, &source, &plan, removals)?;
     lap("apply: archive", &mut step);
-    let rewrites = rewrites(&source);
+    let paragraphs = schema::temp_table_exists(db, "_dedup_paragraph_texts")?;
+    let rewrites = rewrites(&source, paragraphs);
     keep_old_values(db, &source, &plan, &rewrites)?;
     lap("apply: old values", &mut step);
     delete(db, &source, removals)?;
@@ -43,6 +44,15 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
         record_written(db, &source, plan.run, &rewrites)?;
         lap("apply: written", &mut step);
     }
+    if paragraphs {
+        db.execute(
+            "INSERT INTO main.dedup_paragraphs (dedup_run, dedup_rowid, position, length, owner, owner_url, paragraph)
+             SELECT ?1, rid, position, length, owner, owner_url, paragraph
+             FROM temp._dedup_paragraph_cuts ORDER BY rid, position",
+            [plan.run],
+        )?;
+        lap("apply: paragraphs", &mut step);
+    }
     crate::sqlite::pipeline::incremental::trigger_writes::settle(
         db,
         plan.run,
@@ -51,6 +61,12 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     lap("apply: trigger writes", &mut step);
     count_domains(db, &plan)?;
     lap("apply: domains", &mut step);
+    // (Before the index, whose end puts the trackers of its tables back.)
+    crate::sqlite::pipeline::incremental::index_paragraphs::write(
+        db,
+        plan.kind.incremental,
+        paragraphs,
+    )?;
     crate::sqlite::pipeline::incremental::index::write(
         db,
         &source,
@@ -130,14 +146,19 @@ fn archive(
 }
 
 /// The columns of the table the run may rewrite (by the table's own
-/// names: restore reads them back so).
-fn rewrites(source: &Source) -> Vec<Rewrite> {
+/// names: restore reads them back so); with `paragraphs`, `parsed` is
+/// also the text the paragraph step left.
+fn rewrites(source: &Source, paragraphs: bool) -> Vec<Rewrite> {
     REWRITES
         .iter()
         .filter_map(|(c, changed, new)| {
             let real = source.column(c)?;
+            let (changed, new) = match (*c, paragraphs) {
+                ("parsed", true) => paragraph_rewrite(changed, new),
+                _ => (changed.to_string(), new.to_string()),
+            };
             let changed = changed.replace("{c}", &quote_ident(&real));
-            Some((real, changed, new.to_string()))
+            Some((real, changed, new))
         })
         .collect()
 }

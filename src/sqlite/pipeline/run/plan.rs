@@ -16,7 +16,13 @@ use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema::{self, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 65] = [
+pub const TEMP_OBJECTS: [(&str, &str); 71] = [
+    ("TABLE", "_dedup_paragraph_texts"),
+    ("TABLE", "_dedup_paragraph_keys"),
+    ("TABLE", "_dedup_paragraph_scope"),
+    ("TABLE", "_dedup_paragraph_leaving"),
+    ("TABLE", "_dedup_paragraph_new"),
+    ("TABLE", "_dedup_paragraph_cuts"),
     ("TABLE", "_dedup_apart"),
     ("TABLE", "_dedup_index_new"),
     ("TABLE", "_dedup_restore_to"),
@@ -116,6 +122,14 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
     drop_temp(db)?;
     crate::sqlite::tables::own_tables::refuse_as_pages(&s.table)?;
     let source = Source::inspect_mapped(db, &s.table, &s.columns)?;
+    if s.paragraphs == crate::sqlite::settings::choices::Paragraphs::Dedup
+        && source.column("parsed").is_none()
+    {
+        return fail(Code::Setting, format!(
+            "dedup: paragraphs 'dedup' edits the kept pages' parsed column, got a table {} without one (map it with the columns setting, e.g. {{\"parsed\": \"text\"}})",
+            schema::quote_ident(&source.table)
+        ));
+    }
     crate::sqlite::tables::own_tables::check(db, "dedup")?;
     let run = next_run(db)?;
     source.create_view(db)?;
@@ -177,6 +191,7 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
         incremental: kind.incremental,
         against: against.is_some(),
         strip: s.boilerplate == crate::sqlite::settings::choices::Boilerplate::Strip,
+        paragraphs: s.paragraphs == crate::sqlite::settings::choices::Paragraphs::Dedup,
     };
     seconds.extend(if s.url_rules > 0.0 {
         crate::sqlite::url_learner::drop_rules::with_rules_snapshot(db, || {
@@ -219,6 +234,7 @@ struct Conditions {
     incremental: bool,
     against: bool,
     strip: bool,
+    paragraphs: bool,
 }
 
 /// Runs the phase scripts in order; the seconds each took.
@@ -232,6 +248,7 @@ fn run_phases(
         incremental,
         against,
         strip,
+        paragraphs,
     } = when;
     let mut seconds = Vec::with_capacity(phases.len());
     for (i, (name, steps)) in phases.iter().enumerate() {
@@ -246,6 +263,7 @@ fn run_phases(
             let label = match *step {
                 Step::Script(file, _, _) => file.to_string(),
                 Step::NearInput => "near_input".into(),
+                Step::Paragraphs => "paragraphs".into(),
             };
             let _trace = Trace(label, t0);
             match *step {
@@ -274,6 +292,10 @@ fn run_phases(
                         .map_err(index_edited)?;
                 }
                 Step::NearInput => {}
+                Step::Paragraphs if paragraphs => {
+                    crate::sqlite::pipeline::run::paragraphs::plan(db)?;
+                }
+                Step::Paragraphs => {}
             }
         }
         seconds.push((name.to_string(), start.elapsed().as_secs_f64()));

@@ -53,6 +53,10 @@ pub struct Report {
     pub kind: Option<RunKind>,
     /// With `against`: what the run compared there.
     pub against: Option<crate::sqlite::pipeline::inputs::against::Compared>,
+    /// With `paragraphs = 'dedup'`: (paragraphs cut, pages edited, pages
+    /// kept whole because a page before them holds each of their
+    /// paragraphs).
+    pub paragraphs: Option<(i64, i64, i64)>,
 }
 
 /// The query that lists the rows of `source` a run skips for bad values,
@@ -144,6 +148,18 @@ impl Report {
         } else {
             String::new()
         };
+        let paragraphs =
+            if crate::sqlite::tables::schema::temp_table_exists(db, "_dedup_paragraph_cuts")? {
+                Some(db.query_row(
+                    "SELECT (SELECT count(*) FROM temp._dedup_paragraph_cuts),
+                        (SELECT count(*) FROM temp._dedup_paragraph_texts),
+                        (SELECT count(*) FROM temp._dedup_notes WHERE kind = 'paragraphs held')",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )?)
+            } else {
+                None
+            };
         let decided = plan.kind.clone();
         let kind = (plan.run > 1 || decided.incremental).then_some(decided);
         let gone: i64 = removed.iter().map(|(_, n)| n).sum();
@@ -162,6 +178,7 @@ impl Report {
             drift,
             kind,
             against: crate::sqlite::pipeline::inputs::against::compared(db)?,
+            paragraphs,
         })
     }
 
@@ -177,11 +194,13 @@ impl Report {
     ///                  kept_apart: vec![(Some("a.org".into()), "id".into(), 36)], drift: 0,
     ///                  kind: None,
     ///                  against: Some(Compared { name: "old.db".into(), rows: 40, there: 3,
-    ///                                           there_by_phase: vec![(2, 1), (4, 2)], indexed: true }) };
+    ///                                           there_by_phase: vec![(2, 1), (4, 2)], indexed: true }),
+    ///                  paragraphs: Some((7, 5, 1)) };
     /// assert_eq!(r.to_text(), "run 1: 5 rows -> 3 rows\n  phase 2 (same canonical URL): 2 removed\n  \
     ///     kept apart: `id` changes content on a.org, 36 pages\n  \
     ///     boilerplate stripped: 12 segment(s) of 3 domain(s) left out of the near-duplicate comparison\n  \
     ///     against old.db: 40 page(s) there compared too, through its index; 3 removed here for a page there (phase 2: 1, phase 4: 2; dedup_notes: survivor elsewhere)\n  \
+    ///     paragraphs: 7 cut from 5 page(s), each held by a page before it (dedup_paragraphs); 1 page(s) kept whole, made of paragraphs held before them (dedup_notes: paragraphs held)\n  \
     ///     skipped: rowid 4, content is a BLOB");
     /// ```
     pub fn to_text(&self) -> String {
@@ -225,6 +244,16 @@ impl Report {
                 if a.indexed { ", through its index" } else { "" },
                 a.there,
                 if by_phase.is_empty() { by_phase } else { format!("{by_phase}; ") }
+            ));
+        }
+        if let Some((cut, pages, whole)) = self.paragraphs {
+            lines.push(format!(
+                "  paragraphs: {cut} cut from {pages} page(s), each held by a page before it (dedup_paragraphs){}",
+                if whole > 0 {
+                    format!("; {whole} page(s) kept whole, made of paragraphs held before them (dedup_notes: paragraphs held)")
+                } else {
+                    String::new()
+                }
             ));
         }
         if self.drift > 0 {
@@ -326,6 +355,11 @@ impl Report {
                     .collect::<Vec<_>>()
                     .join(","),
                 a.indexed
+            ));
+        }
+        if let Some((cut, pages, whole)) = self.paragraphs {
+            too_long.push_str(&format!(
+                ",\"paragraphs\":{{\"cut\":{cut},\"pages\":{pages},\"kept_whole\":{whole}}}"
             ));
         }
         if !self.kept_apart.is_empty() {

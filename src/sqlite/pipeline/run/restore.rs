@@ -396,6 +396,12 @@ fn forget(db: &Connection, run: i64) -> Result<bool, DedupError> {
     if schema::object_type(db, "dedup_notes")?.as_deref() == Some("table") {
         db.execute("DELETE FROM main.dedup_notes WHERE dedup_run = ?1", [run])?;
     }
+    if schema::object_type(db, "dedup_paragraphs")?.as_deref() == Some("table") {
+        db.execute(
+            "DELETE FROM main.dedup_paragraphs WHERE dedup_run = ?1",
+            [run],
+        )?;
+    }
     db.execute("DELETE FROM main.dedup_runs WHERE run = ?1", [run])?;
     let emptied = drop_when_no_run_is_left(db)?;
 
