@@ -12,7 +12,9 @@ carried along. `fields` maps a pipeline name to another field
 `text` field is read with `text` as its parsed text (the shape of C4,
 Dolma and RefinedWeb). A JSONL record is written out byte for byte as read
 (the run's URL rewrites stay in the database); a Parquet file's kept rows
-are the input's rows, every column kept."""
+are the input's rows, every column kept. With `paragraphs: dedup`, a record
+whose text the run cut is written with its cut text in the field its text
+was read from (`parsed` added when it was made from `content`)."""
 import gzip
 import json
 import os
@@ -56,14 +58,19 @@ def _cell(where, name, value):
     return str(value)
 
 
+def _names(record, fields):
+    """The record's field of each pipeline name it maps otherwise."""
+    if "text" in record and "content" not in fields and "parsed" not in fields \
+            and "content" not in record and "parsed" not in record:
+        return {**fields, "parsed": "text"}
+    return fields
+
+
 def _page(where, record, fields):
     """The pipeline's columns of one record."""
     if not isinstance(record, dict):
         raise FileError(f"{where}: must be a JSON object of the page's fields, got {type(record).__name__}")
-    names = fields
-    if "text" in record and "content" not in names and "parsed" not in names \
-            and "content" not in record and "parsed" not in record:
-        names = {**fields, "parsed": "text"}
+    names = _names(record, fields)
     url = names.get("url", "url")
     if url not in record:
         raise FileError(f"{where}: has no {url!r} field: each page needs its URL (null for none; "
@@ -176,22 +183,46 @@ def _through(conn, kind, src, out, out_kind, kept_db, settings, fields, run, say
     sql, params = "SELECT dedup_run(?)", (json.dumps(settings),)
     report = run(conn, sql, params) if run else conn.execute(sql, params).fetchone()[0]
     kept = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+    # (paragraphs: dedup: the texts the run cut, by rowid.)
+    cut = dict(conn.execute(
+        "SELECT rowid_, parsed FROM pages WHERE rowid_ IN (SELECT dedup_rowid FROM dedup_paragraphs)")) if conn.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE name = 'dedup_paragraphs'").fetchone()[0] else {}
+
+    def lines():
+        if not cut:
+            return (line + b"\n" for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"))
+        return edited()
+
+    def edited():
+        for rowid, line in conn.execute("SELECT rowid_, _record FROM pages ORDER BY rowid_"):
+            if rowid in cut:
+                record = json.loads(line)
+                record[_names(record, fields).get("parsed", "parsed")] = cut[rowid]
+                line = json.dumps(record, ensure_ascii=False).encode()
+            yield line + b"\n"
+
     part = out + ".part"
     try:
         if table is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq
-            keep = pa.array([r for (r,) in conn.execute("SELECT rowid_ - 1 FROM pages ORDER BY rowid_")],
-                            type=pa.int64())
-            pq.write_table(table.take(keep), part)
+            rows = [r for (r,) in conn.execute("SELECT rowid_ FROM pages ORDER BY rowid_")]
+            kept_table = table.take(pa.array([r - 1 for r in rows], type=pa.int64()))
+            if cut:
+                name = _names(dict.fromkeys(table.column_names), fields).get("parsed", "parsed")
+                old = (kept_table.column(name).to_pylist() if name in kept_table.column_names
+                       else [None] * len(rows))
+                new = pa.array([cut.get(r, v) for r, v in zip(rows, old)], type=pa.string())
+                kept_table = (kept_table.set_column(kept_table.column_names.index(name), name, new)
+                              if name in kept_table.column_names else kept_table.append_column(name, new))
+            pq.write_table(kept_table, part)
         elif out == "-":
-            sys.stdout.buffer.writelines(
-                line + b"\n" for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"))
+            sys.stdout.buffer.writelines(lines())
             sys.stdout.buffer.flush()
         else:
             opened = gzip.open(part, "wb") if out_kind == "jsonl.gz" else open(part, "wb")
             with opened as f:
-                f.writelines(line + b"\n" for (line,) in conn.execute("SELECT _record FROM pages ORDER BY rowid_"))
+                f.writelines(lines())
         if out != "-":
             os.replace(part, out)
     except OSError as e:

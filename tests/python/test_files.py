@@ -148,3 +148,43 @@ def test_the_python_api(tmp_path, sqlite_dedup):
     assert (tmp_path / "out.jsonl").read_text() == src.read_text().splitlines(keepends=True)[0]
     with pytest.raises(ValueError, match="in.jsonl line 1: has no 'link' field"):
         sqlite_dedup.dedup_file(str(src), str(tmp_path / "out.jsonl"), fields={"url": "link"})
+
+
+def paragraph_records():
+    """Three records sharing a long paragraph (the first, newest, owns it),
+    with their own paragraphs, and the texts each must keep."""
+    shared = ("A press release paragraph that every one of these pages quotes in full, word for word, "
+              "long enough to be cut from the pages after the first.")
+    own = ["The first page's own report on the council meeting, with the details that nobody else has printed so far.",
+           "The second page adds an interview with the mayor about the bridge, and about what it will cost the town.",
+           "The third page is a short blog post with the writer's own opinion on the bridge, the vote and the mayor."]
+    records = [{"url": f"https://s{i}.example/a", "text": f"{own[i]}\n\n{shared}", "datetime": f"2024-05-0{3 - i}",
+                "id": i} for i in range(3)]
+    want = [records[0]["text"], own[1], own[2]]
+    return records, want
+
+
+def test_paragraphs_dedup_writes_the_cut_texts_in_their_field(tmp_path):
+    records, want = paragraph_records()
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.jsonl"
+    done = cli(tmp_path, str(src), "-o", str(out), "--paragraphs", "dedup")
+    assert done.returncode == 0, done.stderr
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["text"] for g in got] == want
+    assert [{k: v for k, v in g.items() if k != "text"} for g in got] == \
+        [{k: v for k, v in r.items() if k != "text"} for r in records]
+    # (The first record is as read, byte for byte.)
+    assert out.read_text().splitlines()[0] == json.dumps(records[0])
+
+
+def test_paragraphs_dedup_in_a_parquet_file(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    records, want = paragraph_records()
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet")
+    done = cli(tmp_path, str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"), "--paragraphs", "dedup")
+    assert done.returncode == 0, done.stderr
+    got = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [g["text"] for g in got] == want and [g["id"] for g in got] == [0, 1, 2]

@@ -269,7 +269,7 @@ impl Report {
                 k.dirty,
                 k.gone,
                 if k.recheck > 0 {
-                    format!(", {} checked again (the last run's rewrite changed what phase 1 makes of it)", k.recheck)
+                    format!(", {} checked again (the last run's rewrite changed what phase 1 makes of it, or cut its text)", k.recheck)
                 } else {
                     String::new()
                 },
