@@ -79,6 +79,8 @@ fn register_adds_exactly_these_functions_and_modules() {
             "minhash_jaccard",
             "near_dups_stats",
             "normalize_text",
+            "paragraph_at",
+            "paragraph_keys",
             "shingle_resemblance",
             "simhash",
             "strip_segments",

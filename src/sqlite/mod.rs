@@ -23,6 +23,7 @@ pub fn register(db: &Connection) -> Result<()> {
     functions::sketches::register(db)?;
     functions::sort_key::register(db)?;
     functions::segments::register(db)?;
+    functions::paragraphs::register(db)?;
     functions::control::register(db)?;
     let held = ground::held::Held::default();
     vtab::register(db, held.clone())?;

@@ -296,3 +296,67 @@ def test_explain_and_the_review_page_show_the_cuts(tmp_path):
     assert out.returncode == 0, out.stderr
     page = html.read_text()
     assert "<h2>Paragraphs cut</h2>" in page and f"rowid {rowid}, paragraph {position}" in page
+
+
+def test_paragraph_keys_are_the_sha1_of_the_normalized_paragraph(tmp_path):
+    """Hand-checked: two paragraphs equal once normalized (case, spacing)
+    share a key, the first 8 bytes of SHA-1 of the normalized text (already
+    lowercase ASCII here) as a signed big-endian integer; a short one has
+    none; by lines, each line is a paragraph."""
+    import hashlib
+    conn = P.connect(":memory:")
+    text = "First paragraph here.\n\nx\n\nFIRST  paragraph   here."
+    key = int.from_bytes(hashlib.sha1(b"first paragraph here.").digest()[:8], "big", signed=True)
+    assert json.loads(conn.execute("SELECT paragraph_keys(?, 0, 5)", (text,)).fetchone()[0]) == [[1, key], [3, key]]
+    assert json.loads(conn.execute("SELECT paragraph_keys('a b' || char(10) || 'c d', 1, 1)").fetchone()[0]) == [
+        [1, int.from_bytes(hashlib.sha1(b"a b").digest()[:8], "big", signed=True)],
+        [2, int.from_bytes(hashlib.sha1(b"c d").digest()[:8], "big", signed=True)]]
+    assert conn.execute("SELECT paragraph_at(?, 0, 3), paragraph_at(?, 0, 4), paragraph_keys(NULL, 0, 1)",
+                        (text, text)).fetchone() == ("FIRST  paragraph   here.", None, None)
+    for sql, words in (("SELECT paragraph_keys('a', 2, 1)", "by_lines must be 0 or 1"),
+                       ("SELECT paragraph_keys('a', 0, 0)", "min must be an integer >= 1")):
+        with pytest.raises(sqlite3.Error, match=words):
+            conn.execute(sql).fetchone()
+
+
+def plan_db(tmp_path):
+    conn = P.connect(str(tmp_path / "plan.db"))
+    conn.execute("CREATE TABLE pages (url TEXT, parsed TEXT)")
+    conn.executemany("INSERT INTO pages VALUES (?, ?)", [
+        ("https://b.example/1", "Our own words on the bridge, long enough.\n\nThe council approved the new bridge."),
+        ("https://b.example/2", "Something else entirely, of its own.")])
+    conn.execute("CREATE TEMP TABLE plan (rid, phase, reason, survivor, ratio, rewrite_url, note)")
+    conn.execute("INSERT INTO plan VALUES (2, 4, 'near duplicate: lev_ratio above threshold', NULL, 0.95, NULL, NULL)")
+    conn.execute("CREATE TEMP TABLE cuts (rid, position, owner, owner_url, owner_paragraph)")
+    return conn
+
+
+@pytest.mark.parametrize("cut, third, words", [
+    ((2, 1, None, "https://a.example/", "x"), "'temp.cuts'", "the paragraph cut for rid 2 is wrong: its rid is a row the plan removes"),
+    ((1, 0, None, "https://a.example/", "x"), "'temp.cuts'", "the paragraph cut for rid 1 is wrong: its position is not an integer >= 1"),
+    ((1, 2, 7, "https://a.example/", "x"), "'temp.cuts'", "the paragraph cut for rid 1 is wrong: its owner is not a row of the table"),
+    ((1, 2, None, None, 5), "'temp.cuts'", "its owner_paragraph is not TEXT"),
+    (None, "NULL", "paragraphs 'dedup' needs the plan's paragraph cuts"),
+    (None, "'temp.nosuch'", "the paragraph cuts must be a table or view"),
+])
+def test_a_plan_made_elsewhere_with_bad_paragraph_cuts_is_refused(tmp_path, cut, third, words):
+    conn = plan_db(tmp_path)
+    if cut:
+        conn.execute("INSERT INTO cuts VALUES (?, ?, ?, ?, ?)", cut)
+    before = conn.execute("SELECT rowid, * FROM pages").fetchall()
+    with pytest.raises(sqlite3.Error, match=re.escape(words)):
+        conn.execute(f"""SELECT dedup_apply_plan('temp.plan', '{{"paragraphs": "dedup", "paragraph_min": 20}}', {third})""")
+    assert conn.execute("SELECT rowid, * FROM pages").fetchall() == before
+    with pytest.raises(sqlite3.Error, match=re.escape("paragraph cuts (the third argument) need paragraphs 'dedup'")):
+        conn.execute("SELECT dedup_apply_plan('temp.plan', NULL, 'temp.cuts')")
+
+
+def test_a_cut_made_elsewhere_is_made_only_when_the_text_confirms_it(tmp_path):
+    conn = plan_db(tmp_path)
+    conn.executemany("INSERT INTO cuts VALUES (?, ?, ?, ?, ?)", [
+        (1, 2, None, "https://a.example/", "the council approved the OLD bridge."),  # (another paragraph)
+        (1, 1, None, "https://a.example/", "Our own words on the bridge, long enough.")])  # (the same paragraph: cut)
+    conn.execute("""SELECT dedup_apply_plan('temp.plan', '{"paragraphs": "dedup", "paragraph_min": 20}', 'temp.cuts')""")
+    assert conn.execute("SELECT parsed FROM pages WHERE rowid = 1").fetchone()[0] == "The council approved the new bridge."
+    assert conn.execute("SELECT dedup_rowid, position, owner, owner_url FROM dedup_paragraphs").fetchall() == [
+        (1, 1, None, "https://a.example/")]

@@ -180,6 +180,10 @@ VARIANTS = [
     # other names (renamed in the database and in every shard).
     ("compat-reference", {"compat": "reference"}),
     ("lsh-columns", {"near_mode": "lsh", "columns": {"url": "address", "title": "headline", "crawled": "fetched"}}),
+    # Paragraphs: each owner elected over every shard, each cut confirmed in
+    # its shard on the owner's paragraph.
+    ("paragraphs", {"paragraphs": "dedup"}),
+    ("lsh-paragraphs-60", {"near_mode": "lsh", "paragraphs": "dedup", "paragraph_min": 60}),
 ]
 
 
@@ -199,7 +203,7 @@ def rename_columns(paths, columns):
 #: by rounds and then the task, None (the default) by the task alone.
 TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None,
               "lsh-prefer-n_min-3": None, "lsh-columns": None, "lsh-word-3": None,
-              "lsh-resemblance-stoplist": None}
+              "lsh-resemblance-stoplist": None, "lsh-paragraphs-60": None}
 
 
 @pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])
@@ -219,6 +223,22 @@ def test_parity_5k_in_seven_unequal_shards_equals_one_database(spark, tmp_path, 
     assert got[1] == expected[1]
     assert got[0] == expected[0]
     assert report["rows_before"] == 5000 and report["rows_after"] == len(expected[0])
+    if "paragraphs" in settings:
+        # The same cuts (an owner in another shard is named by its URL).
+        def cuts(paths):
+            out = {}
+            for path in paths:
+                c = sqlite3.connect(path)
+                for rid, position, length, owner, url, text in c.execute(
+                        "SELECT dedup_rowid, position, length, owner, owner_url, paragraph FROM dedup_paragraphs"):
+                    out[(rid, position)] = (length, owner, url, text)
+                c.close()
+            return out
+        want, have = cuts([whole]), cuts(shards)
+        assert len(want) > 50 and set(have) == set(want)
+        for k, (length, owner, url, text) in want.items():
+            assert have[k][0] == length and have[k][2:] == (url, text) and have[k][1] in (owner, None), k
+        assert sum(r["paragraphs"]["cut"] for r in report["runs"]) == len(want) <= report["paragraph_copies"]
     if "prefer" in settings:
         # (The terms decide: without them other rows survive.)
         (tmp_path / "plain").mkdir()
@@ -746,9 +766,10 @@ def test_prepared_rows_come_out_as_arrow_batches_equal_to_the_view(package, tmp_
                dedup_sort_key(NULLIF(datetime, '')), dedup_sort_key(NULLIF(crawled, '')),
                CASE WHEN placeholder = 0 THEN dedup_sort_key(coalesce(length, 0)) END, prefer_key, title_key, segments,
                has_text, CASE WHEN has_text AND skip_reason IS NULL AND canonical_url IS NOT NULL
-                              THEN coalesce(fill_parsed, parsed) END
+                              THEN coalesce(fill_parsed, parsed) END,
+               fill_parsed IS NOT NULL AND placeholder = 0
         FROM temp._dedup_rows""").fetchall()
-    assert sum(r[1] for r in view) > 0 and any(r[-1] for r in view)  # placeholders and texts
+    assert sum(r[1] for r in view) > 0 and any(r[-2] for r in view)  # placeholders and texts
     monkeypatch.setattr(_tasks, "BATCH_ROWS", 37)
     batches = list(_tasks.prepared_batches(conn, 5, 100, 500))
     assert len(batches) >= len(view) // 37 > 3

@@ -33,7 +33,7 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer",
                       "boilerplate", "boilerplate_min_pages", "url_rules", "lsh_shingles", "lsh_shingle_size",
-                      "measure", "ngram_size", "stoplist")
+                      "measure", "ngram_size", "stoplist", "paragraphs", "paragraph_min")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -155,7 +155,10 @@ def plan(source, shard_paths=None, settings=None, partition_rows=None, id_column
     row per removed row (phase 1–5) and per kept row whose URL stays apart
     (phase NULL, rewrite_url) — and the plan's figures (a dict); nothing is
     written. `source` is a SparkSession and `shard_paths` the shards
-    (numbered from 0 in the order given), or `source` is a DataFrame of
+    (numbered from 0 in the order given; with `paragraphs: dedup`, the
+    figures' `paragraph_cuts` is a DataFrame of the paragraph cuts: shard,
+    rid, position, owner_shard, owner_rid, owner_url, owner_paragraph), or
+    `source` is a DataFrame of
     pages already in Spark (Parquet, Delta, a table: `plan(pages_df,
     settings)`), with the pipeline's column names and unique integer ids
     in `id_column` (shard 0, rid = id). Phase 4 scans
@@ -274,6 +277,15 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
         F.lit(None).cast("int").alias("survivor_shard"), F.lit(None).cast("long").alias("survivor_rid"),
         F.lit(None).cast("double").alias("ratio"), "rewrite_url", "note")
     decisions = removals.unionByName(apart).persist(StorageLevel.MEMORY_AND_DISK)
+    if checked.get("paragraphs") == "dedup":
+        from . import _paragraphs
+        # (Not among `keep`: the cuts outlive what they were computed from.)
+        cuts = _paragraphs.cuts(survivors, prepared, int(checked["paragraph_min"])).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        # (Copies found; each shard confirms its own and keeps whole a page
+        # the cuts would leave too short: its run's report counts the cuts.)
+        figures["paragraph_copies"] = cuts.count()
+        figures["paragraph_cuts"] = cuts
     per_phase = decisions.where("phase IS NOT NULL").groupBy("phase").count().collect()
     figures["removed"] = {int(r["phase"]): int(r["count"]) for r in sorted(per_phase)}
     figures["kept_apart"] = decisions.where("phase IS NULL").count()
@@ -322,11 +334,14 @@ def run(spark, shard_paths, settings=None, partition_rows=None, progress=None):
         if progress:
             progress(f"planning {len(paths)} shard(s) as one database")
         decisions, figures = plan(spark, paths, settings, partition_rows, progress=progress)
+        cuts = figures.pop("paragraph_cuts", None)
         report.update(figures)
         job = "spark-" + uuid.uuid4().hex[:16]
         start = time.perf_counter()
-        _keep_plan(decisions, paths, job)
+        _keep_plan(decisions, paths, job, cuts)
         decisions.unpersist()
+        if cuts is not None:
+            cuts.unpersist()
         report["seconds"]["keep_plan"] = round(time.perf_counter() - start, 3)
         if progress:
             progress(f"the plan kept in every shard: done in {report['seconds']['keep_plan']:.1f} s")
@@ -359,9 +374,9 @@ STEPS = {
 }
 
 
-def _keep_plan(decisions, paths, job):
-    """Writes each shard's part of the plan into the shard, a task per shard
-    (every shard gets one, even empty)."""
+def _keep_plan(decisions, paths, job, cuts=None):
+    """Writes each shard's part of the plan (and of the paragraph cuts)
+    into the shard, a task per shard (every shard gets one, even empty)."""
     from pyspark.sql import functions as F
     same = F.col("survivor_shard") == F.col("shard")
     where = F.concat(F.lit("survivor in shard "), (F.col("survivor_shard") + 1).cast("string"),
@@ -371,13 +386,22 @@ def _keep_plan(decisions, paths, job):
         F.when(same, F.col("survivor_rid")).alias("survivor"), "ratio", "rewrite_url",
         F.when(F.col("survivor_shard").isNotNull() & ~same, where).otherwise(F.col("note")).alias("note"))
     n = len(paths)
-    keyed = rows.rdd.map(lambda r: (r[0], tuple(r[1:]))).union(
+    keyed = rows.rdd.map(lambda r: (r[0], ("plan", tuple(r[1:])))).union(
         rows.sparkSession.sparkContext.parallelize([(i, None) for i in range(n)], 1))
+    if cuts is not None:
+        # (The owner's rowid where it is in the same shard; its URL always.)
+        held = cuts.select("shard", "rid", "position",
+                           F.when(F.col("owner_shard") == F.col("shard"), F.col("owner_rid")).alias("owner"),
+                           "owner_url", "owner_paragraph")
+        keyed = keyed.union(held.rdd.map(lambda r: (r[0], ("paragraph", tuple(r[1:])))))
     grouped = keyed.partitionBy(n, lambda k: k)
 
     def keep(index, items, paths=paths, job=job):
-        mine = [row for _, row in items if row is not None]
-        _tasks.write_pending(index, paths[index], job, mine)
+        mine, paragraphs = [], []
+        for _, item in items:
+            if item is not None:
+                (mine if item[0] == "plan" else paragraphs).append(item[1])
+        _tasks.write_pending(index, paths[index], job, mine, paragraphs)
         return iter([index])
 
     grouped.mapPartitionsWithIndex(keep).collect()

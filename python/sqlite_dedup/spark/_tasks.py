@@ -18,7 +18,7 @@ ROW_COLUMNS = [
     ("https", "int32"), ("datetime_key", "binary"), ("crawled_key", "binary"), ("length_key", "binary"),
     ("url_length", "int64"), ("datetime4_key", "binary"), ("crawled4_key", "binary"),
     ("length4_key", "binary"), ("prefer_key", "binary"), ("title_key", "string"),
-    ("segments", "string"), ("has_text", "int32"), ("text", "string"),
+    ("segments", "string"), ("has_text", "int32"), ("text", "string"), ("filled", "int32"),
 ]
 
 #: Rows per Arrow batch read from a shard.
@@ -373,12 +373,15 @@ def scan_partition(rows, entry_dead, threshold, window, measure="levenshtein"):
 
 
 PENDING = "dedup_pending_plan"
+#: The shard's part of the job's paragraph cuts (paragraphs: dedup).
+PENDING_PARAGRAPHS = "dedup_pending_paragraphs"
 
 
-def write_pending(index, path, job, rows):
+def write_pending(index, path, job, rows, paragraphs=()):
     """Keeps a shard's part of a job's plan in the shard (table
-    dedup_pending_plan), in one transaction, before any shard is changed:
-    a job that dies later is completed from these tables."""
+    dedup_pending_plan, and its paragraph cuts in dedup_pending_paragraphs),
+    in one transaction, before any shard is changed: a job that dies later
+    is completed from these tables."""
     try:
         conn = connect(path)
         try:
@@ -389,6 +392,11 @@ def write_pending(index, path, job, rows):
             # A row with rid NULL marks the shard's part as complete (even empty).
             conn.executemany(f"INSERT INTO {PENDING} VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                              [(job,) + tuple(r) for r in rows] + [(job, None, None, None, None, None, None, None)])
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {PENDING_PARAGRAPHS} (job TEXT, rid INTEGER, position INTEGER, "
+                         "owner INTEGER, owner_url TEXT, owner_paragraph TEXT)")
+            conn.execute(f"DELETE FROM {PENDING_PARAGRAPHS}")
+            conn.executemany(f"INSERT INTO {PENDING_PARAGRAPHS} VALUES (?, ?, ?, ?, ?, ?)",
+                             [(job,) + tuple(r) for r in paragraphs])
             conn.execute("COMMIT")
         finally:
             conn.close()
@@ -434,6 +442,7 @@ def apply_pending(index, path, job, settings_json, rules=None):
             pending, done = job_state(index, path)
             if job in done:
                 conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+                conn.execute(f"DROP TABLE IF EXISTS {PENDING_PARAGRAPHS}")
                 return None
             if pending != job:
                 raise shard_error(index, path, f"holds no plan of job {job} (got {pending})")
@@ -443,10 +452,18 @@ def apply_pending(index, path, job, settings_json, rules=None):
                 "CREATE TEMP TABLE plan AS SELECT rid, phase, reason, survivor, ratio, rewrite_url, note "
                 f"FROM {PENDING} WHERE rid IS NOT NULL AND job = ?", (job,))
             lend_rules(conn, rules)
-            conn.execute("SELECT dedup_apply_plan('temp.plan', ?)", (json.dumps(settings),)).fetchone()
+            if settings.get("paragraphs") == "dedup":
+                conn.execute(
+                    "CREATE TEMP TABLE plan_paragraphs AS SELECT rid, position, owner, owner_url, owner_paragraph "
+                    f"FROM {PENDING_PARAGRAPHS} WHERE job = ?", (job,))
+                conn.execute("SELECT dedup_apply_plan('temp.plan', ?, 'temp.plan_paragraphs')",
+                             (json.dumps(settings),)).fetchone()
+            else:
+                conn.execute("SELECT dedup_apply_plan('temp.plan', ?)", (json.dumps(settings),)).fetchone()
             # (Applied: the pending part goes; if this step is lost, the
             # next run sees the job in dedup_runs and drops it.)
             conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+            conn.execute(f"DROP TABLE IF EXISTS {PENDING_PARAGRAPHS}")
             row = conn.execute("SELECT report FROM dedup_runs ORDER BY run DESC LIMIT 1").fetchone()
             return json.loads(row[0])
         finally:
@@ -462,6 +479,7 @@ def discard_pending(index, path):
         conn = connect(path)
         try:
             conn.execute(f"DROP TABLE IF EXISTS {PENDING}")
+            conn.execute(f"DROP TABLE IF EXISTS {PENDING_PARAGRAPHS}")
         finally:
             conn.close()
     except sqlite3.Error as e:

@@ -211,13 +211,14 @@ fn dedup_prepare(db: &Connection) -> Result<()> {
     })
 }
 
-/// `dedup_apply_plan(plan [, settings])`: a run whose decisions were made
-/// elsewhere (the plan: a table named by argument 0 with the columns of
-/// plan::PLAN_COLUMNS), applied as dedup_run applies its own, in one
-/// transaction.
+/// `dedup_apply_plan(plan [, settings [, paragraphs]])`: a run whose
+/// decisions were made elsewhere (the plan: a table named by argument 0
+/// with the columns of plan_in::PLAN_COLUMNS; with `paragraphs = 'dedup'`,
+/// its paragraph cuts, a table of plan_in::PARAGRAPH_COLUMNS), applied as
+/// dedup_run applies its own, in one transaction.
 fn dedup_apply_plan(db: &Connection) -> Result<()> {
     db.create_scalar_function("dedup_apply_plan", -1, WRITES, |ctx| {
-        check_arity(ctx, "dedup_apply_plan", 1, 2)?;
+        check_arity(ctx, "dedup_apply_plan", 1, 3)?;
         let table = match ctx.get_raw(0) {
             ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
             other => {
@@ -228,8 +229,22 @@ fn dedup_apply_plan(db: &Connection) -> Result<()> {
                 ))
             }
         };
+        let paragraphs = match ctx.len() {
+            3 => match ctx.get_raw(2) {
+                ValueRef::Null => None,
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                other => {
+                    return Err(user_error(
+                        "dedup_apply_plan",
+                        "the paragraph cuts must be named by a table name as TEXT",
+                        &describe(other),
+                    ))
+                }
+            },
+            _ => None,
+        };
         let json = match ctx.len() {
-            2 => match ctx.get_raw(1) {
+            2 | 3 => match ctx.get_raw(1) {
                 ValueRef::Null => None,
                 ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
                 other => {
@@ -248,7 +263,11 @@ fn dedup_apply_plan(db: &Connection) -> Result<()> {
         let timeout = read_settings(&db, "dedup_apply_plan", json.as_deref())?.busy_timeout;
         let report = atomically(&db, Lock::Write, timeout, "dedup_apply_plan", |db| {
             let s = read_settings(db, "dedup_apply_plan", json.as_deref())?;
-            plan::plan(db, &s, &RunMode::FromPlan(table.clone()))?;
+            plan::plan(
+                db,
+                &s,
+                &RunMode::FromPlan(table.clone(), paragraphs.clone()),
+            )?;
             apply::apply(db).map(|r| r.to_text())
         });
         crate::sqlite::ground::progress::end();

@@ -14,8 +14,9 @@ pub enum RunMode {
     /// `None`: unbounded), so that several tasks can share a table.
     PrepareOnly(Option<i64>, Option<i64>),
     /// Phase 1, then the decisions of a plan made elsewhere, read from this
-    /// table (`dedup_apply_plan`).
-    FromPlan(String),
+    /// table (`dedup_apply_plan`), and with `paragraphs = 'dedup'` its
+    /// paragraph cuts, from the second.
+    FromPlan(String, Option<String>),
     /// Phase 1, then the decisions of a plan made on another database's
     /// connection, against its index (`inputs/against/indexed.rs`).
     Made(Made),

@@ -159,11 +159,14 @@ pub const EXTERNAL: [(&str, &[Step]); 2] = [
     ),
     (
         "06_from_plan",
-        &[Step::Script(
-            "external/06_from_plan.sql",
-            include_str!("../../../sql/external/06_from_plan.sql"),
-            When::Always,
-        )],
+        &[
+            Step::Script(
+                "external/06_from_plan.sql",
+                include_str!("../../../sql/external/06_from_plan.sql"),
+                When::Always,
+            ),
+            Step::Paragraphs,
+        ],
     ),
 ];
 

@@ -126,6 +126,83 @@ pub fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
     Ok(())
 }
 
+/// Columns of the paragraph cuts `dedup_apply_plan` takes (its third
+/// argument): a kept row, the position of a paragraph of its text (from
+/// 1), the owner's rowid here (NULL: in another shard), its URL and the
+/// owner's paragraph, which the cut must equal once normalized.
+pub const PARAGRAPH_COLUMNS: [&str; 5] =
+    ["rid", "position", "owner", "owner_url", "owner_paragraph"];
+
+/// Copies the paragraph cuts of a plan made elsewhere from `table` into
+/// `temp._dedup_paragraphs_decided`, checked: each row a kept row of the
+/// table's (not removed by the plan), an integer position, an owner that
+/// is a row of the table or NULL, the owner's paragraph as TEXT. An error
+/// names the first bad row.
+pub fn copy_paragraphs(db: &Connection, table: &str) -> Result<(), DedupError> {
+    let select = PARAGRAPH_COLUMNS.join(", ");
+    db.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp._dedup_paragraphs_decided;
+         CREATE TEMP TABLE _dedup_paragraphs_decided AS SELECT {select} FROM {};",
+        quote_ident_path(table)
+    ))
+    .map_err(|e| {
+        DedupError::new(
+            Code::Plan,
+            format!(
+                "dedup_apply_plan: the paragraph cuts must be a table or view with the columns {}, got {}: {}",
+                PARAGRAPH_COLUMNS.join(", "),
+                crate::sqlite::ground::shown::excerpt(table),
+                DedupError::from(e).words()
+            ),
+        )
+    })?;
+    let checks = [
+        ("its rid is not an integer", "typeof(rid) <> 'integer'"),
+        (
+            "its rid is not a row of the table",
+            "rid NOT IN (SELECT rid FROM temp._dedup_source)",
+        ),
+        (
+            "its rid is a row the plan removes",
+            "rid IN (SELECT rid FROM temp._dedup_external WHERE phase IS NOT NULL)",
+        ),
+        (
+            "its position is not an integer >= 1",
+            "typeof(position) <> 'integer' OR position < 1",
+        ),
+        (
+            "its owner is not a row of the table or NULL",
+            "owner IS NOT NULL AND (typeof(owner) <> 'integer' OR owner NOT IN (SELECT rid FROM temp._dedup_source))",
+        ),
+        (
+            "its owner_url is not TEXT or NULL",
+            "owner_url IS NOT NULL AND typeof(owner_url) <> 'text'",
+        ),
+        ("its owner_paragraph is not TEXT", "typeof(owner_paragraph) <> 'text'"),
+    ];
+    for (what, bad) in checks {
+        let row: Option<String> = db
+            .query_row(
+                &format!(
+                    "SELECT quote(rid) FROM temp._dedup_paragraphs_decided WHERE {bad} ORDER BY rid LIMIT 1"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(rid) = row {
+            return fail(
+                Code::Plan,
+                format!(
+                    "dedup_apply_plan: the paragraph cut for rid {} is wrong: {what}; nothing was changed",
+                    crate::sqlite::ground::shown::truncate(&rid, 60)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `name` or `schema.name` as a quoted SQL name.
 fn quote_ident_path(name: &str) -> String {
     match name.split_once('.') {

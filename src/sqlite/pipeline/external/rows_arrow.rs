@@ -42,6 +42,7 @@ pub const ROW_COLUMNS: &[(&str, Kind)] = &[
     ("segments", Kind::Utf8),
     ("has_text", Kind::Int32),
     ("text", Kind::Utf8),
+    ("filled", Kind::Int32),
 ];
 
 const FUNCTION: &str = "dedup_rows_arrow";
@@ -119,7 +120,7 @@ enum Out<'a> {
 /// that cannot hold a value.
 pub fn push_row(columns: &mut [Column], r: &RowValues<'_>) -> std::result::Result<(), String> {
     let key = |v: ValueRef<'_>| sort_key(v).map(Out::Owned);
-    let values: [Option<Out<'_>>; 25] = if r.placeholder {
+    let values: [Option<Out<'_>>; 26] = if r.placeholder {
         // (A window slot: its URL, nothing to elect.)
         [
             Some(Out::Int(r.rid)),
@@ -147,6 +148,7 @@ pub fn push_row(columns: &mut [Column], r: &RowValues<'_>) -> std::result::Resul
             None,
             Some(Out::Int(0)),
             None,
+            Some(Out::Int(0)),
         ]
     } else {
         let canonical = r.canonical_url.map(String::from_utf8_lossy);
@@ -204,6 +206,7 @@ pub fn push_row(columns: &mut [Column], r: &RowValues<'_>) -> std::result::Resul
             r.segments.map(Out::Bytes),
             Some(Out::Int(i64::from(r.has_text))),
             text.map(Out::Bytes),
+            Some(Out::Int(i64::from(r.fill.is_some()))),
         ]
     };
     for (column, v) in columns.iter_mut().zip(values) {

@@ -12,7 +12,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::sqlite::ground::error::{fail, Code};
 
 use crate::core::halt::never;
 use crate::core::paragraphs::{edit, same_paragraph, Edit, Found, Ledger, Split};
@@ -176,6 +178,9 @@ pub fn plan(db: &Connection) -> Result<(), DedupError> {
         r.get(0)
     })?;
     let min = min.max(1) as usize;
+    if crate::sqlite::tables::schema::temp_table_exists(db, "_dedup_paragraphs_decided")? {
+        return decided(db, min);
+    }
     let incremental: bool = db.query_row(
         "SELECT kind = 'incremental' FROM temp._dedup_incremental",
         [],
@@ -228,11 +233,7 @@ pub fn plan(db: &Connection) -> Result<(), DedupError> {
     }
     // Each match confirmed against its owner's text, then the cuts.
     let mut owners: HashMap<i64, String> = HashMap::new();
-    let mut put_text = db.prepare("INSERT INTO temp._dedup_paragraph_texts VALUES (?1, ?2)")?;
-    let mut put_cut =
-        db.prepare("INSERT INTO temp._dedup_paragraph_cuts VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
-    let mut put_note =
-        db.prepare("INSERT INTO temp._dedup_notes VALUES (?1, 'paragraphs held', ?2, NULL, ?3)")?;
+    let mut writer = Writer::new(db, min)?;
     let mut put_key =
         db.prepare("INSERT OR IGNORE INTO temp._dedup_paragraph_keys VALUES (?1, ?2)")?;
     for page in pages {
@@ -243,47 +244,175 @@ pub fn plan(db: &Connection) -> Result<(), DedupError> {
                 e.insert(read(owner)?);
             }
             if same_paragraph(&owners[&owner], &f, &never).map_err(rusqlite::Error::from)? {
-                confirmed.push(f);
+                let url = urls.get(&owner).cloned().flatten();
+                confirmed.push((f, Some(owner), url));
             }
         }
-        let mut cut: std::collections::HashSet<u32> = std::collections::HashSet::new();
-        match edit(&page.text, page.split, &confirmed, min) {
-            Edit::Unchanged => {}
-            Edit::KeptWhole => {
-                put_note.execute(params![
-                    page.id,
-                    confirmed[0].owner.page,
-                    format!(
-                        "kept whole: cutting the {} paragraph(s) pages before it hold (the first by rowid {}) would leave it fewer than {min} characters",
-                        confirmed.len(),
-                        confirmed[0].owner.page
-                    )
-                ])?;
-            }
-            Edit::Cut(new) => {
-                if unprepared.contains(&page.id) {
-                    db.execute(PREPARED_FROM_INDEX, [page.id])?;
-                }
-                put_text.execute(params![page.id, new])?;
-                for f in &confirmed {
-                    cut.insert(f.position);
-                    put_cut.execute(params![
-                        page.id,
-                        f.position,
-                        f.chars as i64,
-                        f.owner.page,
-                        urls.get(&f.owner.page).cloned().flatten(),
-                        &page.text[f.span.start..f.span.end],
-                    ])?;
-                }
-            }
-        }
+        let cut = writer.page(
+            page.id,
+            &page.text,
+            page.split,
+            &confirmed,
+            unprepared.contains(&page.id),
+        )?;
         // (The index keeps the paragraphs the page holds after the run.)
         for (position, key) in &page.keys {
             if !cut.contains(position) {
                 put_key.execute(params![page.id, key])?;
             }
         }
+    }
+    Ok(())
+}
+
+/// A confirmed copy: the paragraph found, its owner's rowid here (`None`:
+/// in another shard) and the owner's URL.
+type Confirmed = (Found, Option<i64>, Option<String>);
+
+/// Writes a page's edit into the step's temp tables.
+struct Writer<'a> {
+    db: &'a Connection,
+    min: usize,
+    put_text: rusqlite::Statement<'a>,
+    put_cut: rusqlite::Statement<'a>,
+    put_note: rusqlite::Statement<'a>,
+}
+
+impl<'a> Writer<'a> {
+    fn new(db: &'a Connection, min: usize) -> Result<Self, DedupError> {
+        Ok(Writer {
+            db,
+            min,
+            put_text: db.prepare("INSERT INTO temp._dedup_paragraph_texts VALUES (?1, ?2)")?,
+            put_cut: db.prepare(
+                "INSERT INTO temp._dedup_paragraph_cuts VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            put_note: db.prepare(
+                "INSERT INTO temp._dedup_notes VALUES (?1, 'paragraphs held', ?2, NULL, ?3)",
+            )?,
+        })
+    }
+
+    /// The page's text without its confirmed copies (or the page kept
+    /// whole, noted); `from_index`: a row this run did not prepare. The
+    /// positions cut.
+    fn page(
+        &mut self,
+        id: i64,
+        text: &str,
+        split: Split,
+        confirmed: &[Confirmed],
+        from_index: bool,
+    ) -> Result<std::collections::HashSet<u32>, DedupError> {
+        let min = self.min;
+        let found: Vec<Found> = confirmed.iter().map(|(f, _, _)| f.clone()).collect();
+        let mut cut = std::collections::HashSet::new();
+        match edit(text, split, &found, min) {
+            Edit::Unchanged => {}
+            Edit::KeptWhole => {
+                let (_, owner, url) = &confirmed[0];
+                let first = match owner {
+                    Some(rowid) => format!("rowid {rowid}"),
+                    None => format!("{} in another shard", url.as_deref().unwrap_or("a page")),
+                };
+                self.put_note.execute(params![
+                    id,
+                    owner,
+                    format!(
+                        "kept whole: cutting the {} paragraph(s) pages before it hold (the first by {first}) would leave it fewer than {min} characters",
+                        confirmed.len()
+                    )
+                ])?;
+            }
+            Edit::Cut(new) => {
+                if from_index {
+                    self.db.execute(PREPARED_FROM_INDEX, [id])?;
+                }
+                self.put_text.execute(params![id, new])?;
+                for (f, owner, url) in confirmed {
+                    cut.insert(f.position);
+                    self.put_cut.execute(params![
+                        id,
+                        f.position,
+                        f.chars as i64,
+                        owner,
+                        url,
+                        &text[f.span.start..f.span.end],
+                    ])?;
+                }
+            }
+        }
+        Ok(cut)
+    }
+}
+
+/// A plan made elsewhere (`dedup_apply_plan` with paragraph cuts): each
+/// cut of `temp._dedup_paragraphs_decided` confirmed on this page's text
+/// (its paragraph at the position, of `paragraph_min` characters, equal
+/// to the owner's once normalized; one that is not stays), then the same
+/// edit as a run's own.
+fn decided(db: &Connection, min: usize) -> Result<(), DedupError> {
+    type Cut = (i64, i64, Option<i64>, Option<String>, String);
+    let cuts: Vec<Cut> = db
+        .prepare(
+            "SELECT rid, position, owner, owner_url, owner_paragraph
+             FROM temp._dedup_paragraphs_decided ORDER BY rid, position",
+        )?
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut kept = db.prepare(
+        "SELECT p.fill_parsed IS NOT NULL FROM temp._dedup_prepared AS p
+         WHERE p.source_rowid = ?1 AND p.skip_reason IS NULL AND p.has_text
+           AND p.source_rowid NOT IN (SELECT source_rowid FROM temp._dedup_removal)",
+    )?;
+    let mut text_of = db.prepare(TEXT_OF)?;
+    let mut writer = Writer::new(db, min)?;
+    let mut at = 0;
+    while at < cuts.len() {
+        let id = cuts[at].0;
+        let mine = cuts[at..].iter().take_while(|c| c.0 == id).count();
+        let filled: Option<bool> = kept.query_row([id], |r| r.get(0)).optional()?;
+        let Some(filled) = filled else {
+            return fail(Code::Plan, format!(
+                "dedup_apply_plan: the paragraph cut for rid {id} is wrong: the run keeps no text of that row; nothing was changed"
+            ));
+        };
+        let split = split_of(filled);
+        let text: String = text_of
+            .query_row([id], |r| r.get::<_, Option<String>>(0))?
+            .unwrap_or_default();
+        let spans = crate::core::paragraphs::spans(&text, split);
+        let mut confirmed = Vec::new();
+        for (_, position, owner, url, theirs) in &cuts[at..at + mine] {
+            let Some(span) = spans.get((*position as usize).saturating_sub(1)) else {
+                continue;
+            };
+            let paragraph = &text[span.start..span.end];
+            let chars = paragraph.trim().chars().count();
+            let norm = |t: &str| crate::core::text::normalize_ascii_or_halt(t, &never);
+            let mine_norm = norm(paragraph).map_err(rusqlite::Error::from)?;
+            if chars >= min
+                && !mine_norm.is_empty()
+                && mine_norm == norm(theirs).map_err(rusqlite::Error::from)?
+            {
+                let found = Found {
+                    position: *position as u32,
+                    span: *span,
+                    chars,
+                    owner: crate::core::paragraphs::Holder {
+                        page: owner.unwrap_or(0),
+                        position: 0,
+                        split,
+                    },
+                    normalized: mine_norm,
+                };
+                confirmed.push((found, *owner, url.clone()));
+            }
+        }
+        writer.page(id, &text, split, &confirmed, false)?;
+        at += mine;
     }
     Ok(())
 }

@@ -16,7 +16,8 @@ use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema::{self, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 71] = [
+pub const TEMP_OBJECTS: [(&str, &str); 72] = [
+    ("TABLE", "_dedup_paragraphs_decided"),
     ("TABLE", "_dedup_paragraph_texts"),
     ("TABLE", "_dedup_paragraph_keys"),
     ("TABLE", "_dedup_paragraph_scope"),
@@ -162,8 +163,15 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
     let mut seconds = vec![("00_changes".to_string(), start.elapsed().as_secs_f64())];
     settings::record::write_run_row(db, s, run, rows_before)?;
     lap("plan: 00_changes", &mut lapped);
-    if let RunMode::FromPlan(table) = mode {
+    if let RunMode::FromPlan(table, paragraphs) = mode {
         plan_in::copy_plan(db, table)?;
+        let on = s.paragraphs == crate::sqlite::settings::choices::Paragraphs::Dedup;
+        match paragraphs {
+            Some(cuts) if on => plan_in::copy_paragraphs(db, cuts)?,
+            None if on => return fail(Code::Plan, "dedup_apply_plan: paragraphs 'dedup' needs the plan's paragraph cuts, got no third argument (a table of rid, position, owner, owner_url, owner_paragraph)".into()),
+            Some(_) => return fail(Code::Plan, "dedup_apply_plan: paragraph cuts (the third argument) need paragraphs 'dedup', got paragraphs 'keep'".into()),
+            None => {}
+        }
     }
     if let RunMode::Made(made) = mode {
         plan_in::write_plan(db, made)?;
@@ -185,7 +193,7 @@ pub fn plan(db: &Connection, s: &Settings, mode: &RunMode) -> Result<Planned, De
     let phases: &[(&str, &[Step])] = match mode {
         RunMode::All | RunMode::There => &PHASES,
         RunMode::PrepareOnly(..) => &PREPARE_ONLY,
-        RunMode::FromPlan(_) | RunMode::Made(_) => &EXTERNAL,
+        RunMode::FromPlan(..) | RunMode::Made(_) => &EXTERNAL,
     };
     let when = Conditions {
         incremental: kind.incremental,
