@@ -360,3 +360,13 @@ def test_a_cut_made_elsewhere_is_made_only_when_the_text_confirms_it(tmp_path):
     assert conn.execute("SELECT parsed FROM pages WHERE rowid = 1").fetchone()[0] == "The council approved the new bridge."
     assert conn.execute("SELECT dedup_rowid, position, owner, owner_url FROM dedup_paragraphs").fetchall() == [
         (1, 1, None, "https://a.example/")]
+
+
+def test_a_bad_plan_row_is_named_as_a_bad_paragraph_cut_is(tmp_path):
+    """The plan's rows and its paragraph cuts are checked by one helper:
+    the plan's first bad row is named the same way."""
+    conn = plan_db(tmp_path)
+    conn.execute("INSERT INTO plan VALUES (99, 4, 'near duplicate', NULL, 0.95, NULL, NULL)")
+    with pytest.raises(sqlite3.Error, match=re.escape(
+            "dedup_apply_plan[plan]: the plan's row for rid 99 is wrong: its rid is not a row of the table; nothing was changed")):
+        conn.execute("SELECT dedup_apply_plan('temp.plan')")

@@ -103,23 +103,32 @@ pub fn copy_plan(db: &Connection, table: &str) -> Result<(), DedupError> {
             "rewrite_url IS NOT NULL AND typeof(rewrite_url) <> 'text'",
         ),
     ];
+    first_bad(db, "temp._dedup_external", &checks, "the plan's row")
+}
+
+/// Refuses the first row of `table` (by rid) that one of `checks` (what is
+/// wrong, the condition that finds it) finds, naming it as `row` for rid N.
+fn first_bad(
+    db: &Connection,
+    table: &str,
+    checks: &[(&str, &str)],
+    row: &str,
+) -> Result<(), DedupError> {
     for (what, bad) in checks {
-        let row: Option<String> = db
+        let rid: Option<String> = db
             .query_row(
-                &format!(
-                    "SELECT quote(rid) FROM temp._dedup_external WHERE {bad} ORDER BY rid LIMIT 1"
-                ),
+                &format!("SELECT quote(rid) FROM {table} WHERE {bad} ORDER BY rid LIMIT 1"),
                 [],
                 |r| r.get(0),
             )
             .optional()?;
-        if let Some(rid) = row {
+        if let Some(rid) = rid {
             return fail(
                 Code::Plan,
                 format!(
-                "dedup_apply_plan: the plan's row for rid {} is wrong: {what}; nothing was changed",
-                crate::sqlite::ground::shown::truncate(&rid, 60)
-            ),
+                    "dedup_apply_plan: {row} for rid {} is wrong: {what}; nothing was changed",
+                    crate::sqlite::ground::shown::truncate(&rid, 60)
+                ),
             );
         }
     }
@@ -180,27 +189,12 @@ pub fn copy_paragraphs(db: &Connection, table: &str) -> Result<(), DedupError> {
         ),
         ("its owner_paragraph is not TEXT", "typeof(owner_paragraph) <> 'text'"),
     ];
-    for (what, bad) in checks {
-        let row: Option<String> = db
-            .query_row(
-                &format!(
-                    "SELECT quote(rid) FROM temp._dedup_paragraphs_decided WHERE {bad} ORDER BY rid LIMIT 1"
-                ),
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(rid) = row {
-            return fail(
-                Code::Plan,
-                format!(
-                    "dedup_apply_plan: the paragraph cut for rid {} is wrong: {what}; nothing was changed",
-                    crate::sqlite::ground::shown::truncate(&rid, 60)
-                ),
-            );
-        }
-    }
-    Ok(())
+    first_bad(
+        db,
+        "temp._dedup_paragraphs_decided",
+        &checks,
+        "the paragraph cut",
+    )
 }
 
 /// `name` or `schema.name` as a quoted SQL name.
