@@ -13,10 +13,13 @@ table.
 - `ours: functions` — the extension's functions alone: `minhash` (char
   5-grams, 128 permutations), `lsh_bands` (32 x 4), `near_dups_among`
   (verified with `lev_ratio` > 0.9, direct election), `DELETE`.
+- `ours: functions oph` — the same with `minhash_oph` (one-permutation
+  MinHash) for `minhash`.
 - `ours: dedup_run lsh` — the whole pipeline (`dedup_run('{"near_mode":
   "lsh"}')`) on a table of the same documents, each at a URL of its own: URL
   and content phases, the near phase, the archive of every removed row, the
   incremental index, one transaction.
+- `ours: dedup_run lsh oph` — the same with `"lsh_sketch": "oph"`.
 - `rensa` — `RMinHashDeduplicator(threshold=0.8, num_perm=128, use_lsh=True)`
   fed `add_pairs` of word tokens, as rensa's README shows it.
 - `rensa best` — the same at rensa's best word-token point on this corpus
@@ -58,7 +61,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pipeline as P  # noqa: E402
 from corpora import DATA, corpus  # noqa: E402
 
-TOOLS = ["ours: functions", "ours: dedup_run lsh", "rensa", "rensa best", "rensa + Levenshtein", "datasketch"]
+TOOLS = ["ours: functions", "ours: functions oph", "ours: dedup_run lsh", "ours: dedup_run lsh oph", "rensa", "rensa best", "rensa + Levenshtein", "datasketch"]
 THRESHOLD = 0.9
 
 
@@ -81,13 +84,13 @@ def documents(pages):
 
 # --- the tools, each run in its own process -------------------------------
 
-def run_ours_functions(db):
+def run_ours_functions(db, sketch="minhash"):
     conn = P.connect(db)
-    conn.executescript("""
+    conn.executescript(f"""
         CREATE TEMP TABLE input (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
         INSERT INTO input SELECT id, id, text, id FROM docs;
         CREATE TEMP TABLE bands AS
-          SELECT b.band, b.key, i.id FROM input AS i, lsh_bands(minhash(i.text, 128, 'char', 5), 32, 4) AS b;
+          SELECT b.band, b.key, i.id FROM input AS i, lsh_bands({sketch}(i.text, 128, 'char', 5), 32, 4) AS b;
         CREATE TEMP TABLE gone AS SELECT id FROM near_dups_among('input', 'bands', 0.9, 'direct');
         BEGIN;
         DELETE FROM docs WHERE id IN (SELECT id FROM temp.gone);
@@ -95,9 +98,9 @@ def run_ours_functions(db):
     conn.close()
 
 
-def run_ours_pipeline(db):
+def run_ours_pipeline(db, settings=None):
     conn = P.connect(db)
-    conn.execute("SELECT dedup_run(?)", (json.dumps({"near_mode": "lsh"}),)).fetchone()
+    conn.execute("SELECT dedup_run(?)", (json.dumps(settings or {"near_mode": "lsh"}),)).fetchone()
     conn.close()
 
 
@@ -169,7 +172,7 @@ def tool_db(tool, docs, tmp):
     path = os.path.join(tmp, "tool.db")
     if os.path.exists(path):
         os.remove(path)
-    if tool == "ours: dedup_run lsh":
+    if tool.startswith("ours: dedup_run lsh"):
         c = sqlite3.connect(path)
         c.execute("CREATE TABLE pages (url TEXT, parsed TEXT)")
         c.execute("ATTACH ? AS d", (docs,))
@@ -184,7 +187,7 @@ def tool_db(tool, docs, tmp):
 
 def kept_ids(tool, path):
     c = sqlite3.connect(path)
-    table = "pages" if tool == "ours: dedup_run lsh" else "docs"
+    table = "pages" if tool.startswith("ours: dedup_run lsh") else "docs"
     ids = {r[0] for r in c.execute(f"SELECT rowid FROM {table}")}
     c.close()
     return ids
@@ -307,6 +310,8 @@ def main():
     args = ap.parse_args()
     if args.tool:
         {"ours: functions": run_ours_functions, "ours: dedup_run lsh": run_ours_pipeline,
+         "ours: functions oph": lambda db: run_ours_functions(db, "minhash_oph"),
+         "ours: dedup_run lsh oph": lambda db: run_ours_pipeline(db, {"near_mode": "lsh", "lsh_sketch": "oph"}),
          "rensa": run_rensa, "rensa best": run_rensa_best, "rensa + Levenshtein": run_rensa_levenshtein,
          "datasketch": run_datasketch}[args.tool](args.db)
         with open(args.report, "w") as f:

@@ -50,20 +50,23 @@ def accuracy(name, threshold=0.9):
     n_docs = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
     print(f"## Accuracy on {os.path.basename(path)}: {n_docs} distinct texts, {n_docs * (n_docs - 1) // 2} pairs, "
           f"{len(truth)} with lev_ratio > {threshold} (exhaustive, {truth_seconds:.1f} s)\n")
-    print(f"| shingles | num_perm | bands x rows | candidate pairs | recall of lev_ratio > {threshold} pairs "
+    print(f"| sketch | shingles | num_perm | bands x rows | candidate pairs | recall of lev_ratio > {threshold} pairs "
           "| verified pairs (precision 1.0) |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     if threshold != 0.9:
-        configs = [("char", 5, 128, [(32, 4), (42, 3), (64, 2)])]
+        configs = [("minhash", "char", 5, 128, [(32, 4), (42, 3), (64, 2)]),
+                   ("minhash_oph", "char", 5, 128, [(32, 4), (42, 3), (64, 2)])]
     else:
-        configs = [("char", 5, 128, [(32, 4), (42, 3), (64, 2)]),
-                   ("char", 3, 128, [(32, 4), (42, 3)]),
-                   ("char", 9, 128, [(42, 3), (64, 2)]),
-                   ("word", 1, 128, [(32, 4), (42, 3)]),
-                   ("word", 5, 128, [(42, 3), (64, 2)])]
-    for kind, n, perms, bandings in configs:
+        configs = [("minhash", "char", 5, 128, [(32, 4), (42, 3), (64, 2)]),
+                   ("minhash_oph", "char", 5, 128, [(32, 4), (42, 3), (64, 2)]),
+                   ("minhash", "char", 3, 128, [(32, 4), (42, 3)]),
+                   ("minhash", "char", 9, 128, [(42, 3), (64, 2)]),
+                   ("minhash", "word", 1, 128, [(32, 4), (42, 3)]),
+                   ("minhash", "word", 5, 128, [(42, 3), (64, 2)]),
+                   ("minhash_oph", "word", 5, 128, [(42, 3), (64, 2)])]
+    for sketch, kind, n, perms, bandings in configs:
         conn.execute("DROP TABLE IF EXISTS sig")
-        conn.execute(f"CREATE TABLE sig AS SELECT id, minhash(text, {perms}, '{kind}', {n}) AS s FROM docs")
+        conn.execute(f"CREATE TABLE sig AS SELECT id, {sketch}(text, {perms}, '{kind}', {n}) AS s FROM docs")
         for bands, rows in bandings:
             conn.execute("DROP TABLE IF EXISTS bands")
             conn.execute("CREATE TABLE bands (id INTEGER, band INTEGER, key INTEGER)")
@@ -72,7 +75,7 @@ def accuracy(name, threshold=0.9):
             cands = set(conn.execute("""SELECT DISTINCT a.id, b.id FROM bands a JOIN bands b
                 ON a.band = b.band AND a.key = b.key AND a.id < b.id""").fetchall())
             verified = cands & truth
-            print(f"| {kind} {n}-grams | {perms} | {bands} x {rows} | {len(cands)} | "
+            print(f"| {sketch} | {kind} {n}-grams | {perms} | {bands} x {rows} | {len(cands)} | "
                   f"{len(verified) / max(len(truth), 1):.3f} | {len(verified)} |")
     # Cross-domain pairs and the URL window.
     order = {r[0]: i for i, r in enumerate(conn.execute("SELECT id FROM docs ORDER BY canonical_url(url)"))}
@@ -92,26 +95,26 @@ def spread_edits():
         "SELECT parsed FROM pages WHERE length(parsed) > 1000 GROUP BY content_hash ORDER BY min(rowid) LIMIT 300")]
     rng = random.Random(3)
     print("## Spread-out character edits (3% of characters replaced, 300 parity-5k pages)\n")
-    print("| shingles | mean lev_ratio | mean estimated Jaccard | candidates at 32 x 4 |")
-    print("|---|---|---|---|")
+    print("| sketch | shingles | mean lev_ratio | mean estimated Jaccard | candidates at 32 x 4 |")
+    print("|---|---|---|---|---|")
     pairs = []
     for t in texts:
         chars = list(t)
         for i in rng.sample(range(len(chars)), len(chars) * 3 // 100):
             chars[i] = rng.choice("abcdefghijklmnopqrstuvwxyz")
         pairs.append((t, "".join(chars)))
-    for kind in ("char", "word"):
+    for sketch, kind in (("minhash", "char"), ("minhash", "word"), ("minhash_oph", "char")):
         ratios, jaccards, found = [], [], 0
         for a, b in pairs:
             r, j, c = src.execute(
-                f"""SELECT lev_ratio(?1, ?2), minhash_jaccard(minhash(?1, 128, '{kind}', 5), minhash(?2, 128, '{kind}', 5)),
-                    EXISTS (SELECT 1 FROM lsh_bands(minhash(?1, 128, '{kind}', 5), 32, 4) x
-                            JOIN lsh_bands(minhash(?2, 128, '{kind}', 5), 32, 4) y USING (band, key))""",
+                f"""SELECT lev_ratio(?1, ?2), minhash_jaccard({sketch}(?1, 128, '{kind}', 5), {sketch}(?2, 128, '{kind}', 5)),
+                    EXISTS (SELECT 1 FROM lsh_bands({sketch}(?1, 128, '{kind}', 5), 32, 4) x
+                            JOIN lsh_bands({sketch}(?2, 128, '{kind}', 5), 32, 4) y USING (band, key))""",
                 (a, b)).fetchone()
             ratios.append(r)
             jaccards.append(j)
             found += c
-        print(f"| {kind} 5-grams | {sum(ratios) / len(ratios):.3f} | {sum(jaccards) / len(jaccards):.3f} | "
+        print(f"| {sketch} | {kind} 5-grams | {sum(ratios) / len(ratios):.3f} | {sum(jaccards) / len(jaccards):.3f} | "
               f"{found / len(pairs):.3f} |")
     print()
 
@@ -141,11 +144,11 @@ def speed():
             best = min(best, time.perf_counter() - start)
         results.append((name, len(docs) / best))
 
-    def ours_minhash():
+    def ours_minhash(sketch="minhash"):
         conn.execute("DROP TABLE IF EXISTS bands")
         conn.execute("CREATE TABLE bands (id INTEGER, band INTEGER, key INTEGER)")
-        conn.execute("""INSERT INTO bands SELECT d.id, b.band, b.key
-                        FROM docs d, lsh_bands(minhash(d.text), 32, 4) b""")
+        conn.execute(f"""INSERT INTO bands SELECT d.id, b.band, b.key
+                         FROM docs d, lsh_bands({sketch}(d.text), 32, 4) b""")
 
     def ours_simhash():
         conn.execute("DROP TABLE IF EXISTS sims")
@@ -155,6 +158,8 @@ def speed():
         return {text[i:i + n] for i in range(len(text) - n + 1)}
 
     timed("sqlite-dedup minhash (char 5-grams, 128 perms) + lsh_bands 32x4, SQL", ours_minhash)
+    timed("sqlite-dedup minhash_oph (char 5-grams, 128 bins) + lsh_bands 32x4, SQL",
+          lambda: ours_minhash("minhash_oph"))
     timed("sqlite-dedup simhash (words), SQL", ours_simhash)
     try:
         from datasketch import MinHash, MinHashLSH

@@ -52,8 +52,8 @@ FROM _dedup_run AS r
 JOIN _dedup_near_texts AS t
 WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 
--- 'lsh' mode: band keys of every row's signature (char 5-grams, or the
--- shingles lsh_shingles names: under measure = 'resemblance' its own word
+-- 'lsh' mode: band keys of every row's signature (minhash, or minhash_oph
+-- under lsh_sketch = 'oph'; char 5-grams, or the shingles lsh_shingles names: under measure = 'resemblance' its own word
 -- shingles without its stoplist; lsh_bands * lsh_rows permutations); rows sharing a band and key are
 -- candidates. (An incremental run's keys are in _dedup_lsh_new already:
 -- see src/sqlite/pipeline/incremental/lsh_input.rs.) Only the keys are kept: memory holds the band table, not the
@@ -70,7 +70,10 @@ SELECT b.band, b.key, t.id
 FROM _dedup_run AS r
 CROSS JOIN _dedup_incremental AS k
 JOIN _dedup_near_copy AS t
-JOIN lsh_bands(minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, '')),
+JOIN lsh_bands(CASE r.lsh_sketch
+                 WHEN 'oph' THEN minhash_oph(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+                 ELSE minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+               END,
                r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh' AND k.kind = 'full';
 INSERT INTO _dedup_lsh_bands SELECT band, key, id FROM _dedup_lsh_new;

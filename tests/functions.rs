@@ -77,6 +77,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "main_text",
             "minhash",
             "minhash_jaccard",
+            "minhash_oph",
             "near_dups_stats",
             "normalize_text",
             "paragraph_at",
@@ -792,6 +793,48 @@ fn sketch_functions_give_hand_checked_values_and_clear_errors() {
         ),
         "minhash_jaccard[argument]: signatures must have the same shingles and size, got signatures differ \
          (char 5-grams, 128 permutations vs char 5-grams, 64 permutations)"
+    );
+    // One-permutation signatures: the same shape, their own format byte.
+    assert_eq!(
+        one::<i64>(&db, "SELECT length(minhash_oph('some page text'))").unwrap(),
+        8 + 4 * 128
+    );
+    assert_eq!(
+        one::<Vec<u8>>(&db, "SELECT substr(minhash_oph('some page text'), 1, 5)").unwrap(),
+        b"MH\x02c\x05".to_vec()
+    );
+    assert_eq!(
+        one::<f64>(
+            &db,
+            "SELECT minhash_jaccard(minhash_oph('some page text', 64, 'word', 1), \
+             minhash_oph('page text some', 64, 'word', 1))"
+        )
+        .unwrap(),
+        1.0
+    );
+    assert_eq!(
+        one::<Option<Vec<u8>>>(&db, "SELECT minhash_oph(' ,. ', 16, 'word', 3)").unwrap(),
+        None
+    );
+    assert_eq!(
+        one::<i64>(
+            &db,
+            "SELECT count(*) FROM lsh_bands(minhash_oph('hello world', 8), 4)"
+        )
+        .unwrap(),
+        4
+    );
+    assert_eq!(
+        err(
+            &db,
+            "SELECT minhash_jaccard(minhash_oph('a b c'), minhash('a b c'))"
+        ),
+        "minhash_jaccard[argument]: signatures must have the same shingles and size, got signatures differ \
+         (char 5-grams, 128 one-permutation bins vs char 5-grams, 128 permutations)"
+    );
+    assert_eq!(
+        err(&db, "SELECT minhash_oph('x', 5000)"),
+        "minhash_oph[argument]: num_perm must be an integer in [1, 4096], got integer 5000"
     );
     assert_eq!(
         err(&db, "SELECT minhash('x', 0)"),

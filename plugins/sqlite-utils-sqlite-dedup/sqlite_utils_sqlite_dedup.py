@@ -38,6 +38,7 @@ def register_commands(cli):
     @click.option("--columns", help="the table's columns for the pipeline's names, as JSON: '{\"url\": \"link\"}'")
     @click.option("--lsh-shingles", type=click.Choice(["char", "word"]), help="lsh mode: what the signature's shingles are made of (default char)")
     @click.option("--lsh-shingle-size", type=click.IntRange(1, 64), help="lsh mode: characters or words a shingle (default 5)")
+    @click.option("--lsh-sketch", type=click.Choice(["minhash", "oph"]), help="lsh mode: 'oph' makes the signature with one hash a shingle (default minhash)")
     @click.option("--busy-timeout", type=click.IntRange(min=0), help="milliseconds to wait for another connection's lock (default 5000; 0: fail at once)")
     @click.option("--against", help="also compare with another database's pages (a path, read-only); only PATH's pages are removed")
     @click.option("--fix-urls", is_flag=True, help="probe the hosts not probed yet and canonicalize by their answers (http -> https, www. dropped)")
@@ -48,7 +49,7 @@ def register_commands(cli):
     @click.option("--dry-run", is_flag=True, help="print what a run would remove, per phase and domain; change nothing")
     @click.option("--restore", is_flag=True, help="undo the latest run instead")
     def dedup(path, threshold, measure, ngram_size, stoplist, mode, distance, n_min, url_options, keep_params, lsh_bands, lsh_rows, lsh_election,
-              lsh_shingles, lsh_shingle_size,
+              lsh_shingles, lsh_shingle_size, lsh_sketch,
               boilerplate, boilerplate_min_pages, url_rules, table, prefer, compat, columns, busy_timeout, against,
               fix_urls, paragraphs, paragraph_min, action, full, dry_run, restore):
         """Deduplicate the pages of PATH in one transaction (nothing changes on error)."""
@@ -71,7 +72,8 @@ def register_commands(cli):
                                           "discard_params": 0 if keep_params else None,
                                           "lsh_bands": lsh_bands, "lsh_rows": lsh_rows,
                                           "lsh_election": lsh_election, "lsh_shingles": lsh_shingles,
-                                          "lsh_shingle_size": lsh_shingle_size, "boilerplate": boilerplate,
+                                          "lsh_shingle_size": lsh_shingle_size, "lsh_sketch": lsh_sketch,
+                                          "boilerplate": boilerplate,
                                           "boilerplate_min_pages": boilerplate_min_pages, "url_rules": url_rules,
                                           "table": table, "prefer": list(prefer) or None,
                                           "compat": compat, "columns": columns, "busy_timeout": busy_timeout,

@@ -11,8 +11,12 @@ FROM _dedup_run AS r
 CROSS JOIN _dedup_exact_winners AS w
 JOIN _dedup_prepared AS p ON p.source_rowid = w.source_rowid
 JOIN _dedup_source AS g ON g.rid = p.source_rowid
-JOIN lsh_bands(minhash(coalesce(p.fill_parsed, g.parsed), r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size,
-                       nullif(r.stoplist, '')),
+JOIN lsh_bands(CASE r.lsh_sketch
+                 WHEN 'oph' THEN minhash_oph(coalesce(p.fill_parsed, g.parsed), r.lsh_bands * r.lsh_rows,
+                                             r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+                 ELSE minhash(coalesce(p.fill_parsed, g.parsed), r.lsh_bands * r.lsh_rows,
+                              r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+               END,
                r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh' AND r.threshold < 1.0
   AND p.has_text AND p.source_rowid IN (SELECT rid FROM _dedup_dirty);

@@ -14,6 +14,7 @@ pub mod lcs;
 pub mod lsh_prune;
 pub mod measure;
 pub mod near_dups;
+pub mod oph;
 pub mod ordering;
 pub mod pair_scan;
 pub mod paragraphs;

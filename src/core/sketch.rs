@@ -242,17 +242,27 @@ impl MinHasher {
 
     /// A signature as a BLOB: [`HEADER`] then the values, little-endian.
     pub fn to_blob(shingling: Shingling, sig: &[u32]) -> Vec<u8> {
-        let kind = match shingling.kind {
-            ShingleKind::Word => b'w',
-            ShingleKind::Char => b'c',
-        };
-        let mut blob = Vec::with_capacity(HEADER + 4 * sig.len());
-        blob.extend_from_slice(&[b'M', b'H', 1, kind, shingling.n as u8, 0, 0, 0]);
-        for v in sig {
-            blob.extend_from_slice(&v.to_le_bytes());
-        }
-        blob
+        signature_blob(CLASSIC, shingling, sig)
     }
+}
+
+/// Format byte of a classic signature BLOB ([`MinHasher`]'s).
+pub const CLASSIC: u8 = 1;
+
+/// A signature of the given format byte (`CLASSIC` or
+/// [`crate::core::oph::FORMAT`]) as a BLOB: [`HEADER`] then the values,
+/// little-endian.
+pub fn signature_blob(format: u8, shingling: Shingling, sig: &[u32]) -> Vec<u8> {
+    let kind = match shingling.kind {
+        ShingleKind::Word => b'w',
+        ShingleKind::Char => b'c',
+    };
+    let mut blob = Vec::with_capacity(HEADER + 4 * sig.len());
+    blob.extend_from_slice(&[b'M', b'H', format, kind, shingling.n as u8, 0, 0, 0]);
+    for v in sig {
+        blob.extend_from_slice(&v.to_le_bytes());
+    }
+    blob
 }
 
 #[inline(always)]
@@ -284,7 +294,8 @@ impl<'a> Signature<'a> {
     /// Checks a BLOB made by [`MinHasher::to_blob`].
     pub fn parse(blob: &'a [u8]) -> Result<Self, Invalid> {
         if blob.len() < HEADER + 4
-            || &blob[..3] != b"MH\x01"
+            || &blob[..2] != b"MH"
+            || ![CLASSIC, crate::core::oph::FORMAT].contains(&blob[2])
             || !(blob.len() - HEADER).is_multiple_of(4)
         {
             return Err("not a minhash signature".into());
@@ -305,18 +316,20 @@ impl<'a> Signature<'a> {
         self.values.is_empty()
     }
 
-    /// `word 5-grams, 128 permutations`.
+    /// `word 5-grams, 128 permutations` (`128 one-permutation bins` for
+    /// [`crate::core::oph`]'s).
     pub fn describe(&self) -> String {
         let kind = if self.header[3] == b'w' {
             "word"
         } else {
             "char"
         };
-        format!(
-            "{kind} {}-grams, {} permutations",
-            self.header[4],
-            self.len()
-        )
+        let values = if self.header[2] == CLASSIC {
+            "permutations"
+        } else {
+            "one-permutation bins"
+        };
+        format!("{kind} {}-grams, {} {values}", self.header[4], self.len())
     }
 
     /// Estimated Jaccard similarity: the fraction of equal values. Errors

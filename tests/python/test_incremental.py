@@ -23,9 +23,11 @@ from incremental_state import demo_copy, table_state, report, index_band_keys, i
                                       {"near_mode": "lsh", "threshold": 0.8, "n_min": 3},
                                       {"measure": "resemblance", "distance": 8},
                                       {"measure": "resemblance", "near_mode": "lsh", "stoplist": ["the", "a"]},
-                                      {"paragraphs": "dedup", "paragraph_min": 40, "distance": 6}],
+                                      {"paragraphs": "dedup", "paragraph_min": 40, "distance": 6},
+                                      {"near_mode": "lsh", "lsh_sketch": "oph", "lsh_bands": 16}],
                          ids=["default", "n_min-distance", "n_min-6", "distance-3", "compat", "lsh",
-                              "lsh-compat", "lsh-0.8-n_min", "resemblance", "lsh-resemblance", "paragraphs"])
+                              "lsh-compat", "lsh-0.8-n_min", "resemblance", "lsh-resemblance", "paragraphs",
+                              "lsh-oph"])
 def test_incremental_runs_equal_full_runs_after_random_batches(tmp_path, seed, settings):
     rng = random.Random(seed)
     db, conn, pool = demo_part(tmp_path, rng, 350)
@@ -609,8 +611,9 @@ def history_step(conn, rng, pool, step):
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])
 @pytest.mark.parametrize("settings", [{"distance": 4}, {"near_mode": "lsh", "n_min": 2},
                                       {"measure": "resemblance", "ngram_size": 3, "threshold": 0.3, "distance": 4},
-                                      {"paragraphs": "dedup", "paragraph_min": 40, "near_mode": "lsh"}],
-                         ids=["window", "lsh", "resemblance", "paragraphs"])
+                                      {"paragraphs": "dedup", "paragraph_min": 40, "near_mode": "lsh"},
+                                      {"near_mode": "lsh", "lsh_sketch": "oph"}],
+                         ids=["window", "lsh", "resemblance", "paragraphs", "lsh-oph"])
 def test_incremental_equals_full_over_random_histories(tmp_path, seed, settings):
     """Issue 76's property: over random histories of inserts, re-crawls
     under old rowids, deletions, VACUUM and a user's trigger, every run

@@ -467,3 +467,16 @@ def test_lsh_shingling_is_a_setting_the_phase_scripts_read(tmp_path):
     assert (recorded["lsh_shingles"], "lsh_shingle_size" in recorded) == ("word", False)
     with pytest.raises(sqlite3.OperationalError, match=r"lsh_shingle_size must be an integer in \[1, 64\], got 65"):
         conn.execute("SELECT dedup_plan('{\"lsh_shingle_size\": 65}')").fetchone()
+    # lsh_sketch = 'oph': the band keys are minhash_oph's, not minhash's.
+    conn.execute("SELECT dedup_restore()").fetchone()
+    conn.execute("SELECT dedup_plan('{\"near_mode\": \"lsh\", \"lsh_sketch\": \"oph\"}')").fetchone()
+    keys = conn.execute("SELECT count(*) FROM temp._dedup_lsh_bands").fetchone()[0]
+    agree = {}
+    for function in ("minhash_oph", "minhash"):
+        agree[function] = conn.execute(
+            f"""SELECT count(*) FROM temp._dedup_lsh_bands AS b JOIN temp._dedup_near_texts AS t ON t.id = b.id
+                JOIN lsh_bands({function}(t.text, 128, 'char', 5), 32, 4) AS k ON k.band = b.band AND k.key = b.key"""
+        ).fetchone()[0]
+    assert keys > 1000 and agree["minhash_oph"] == keys and agree["minhash"] < keys / 10, (keys, agree)
+    with pytest.raises(sqlite3.OperationalError, match=r"lsh_sketch must be 'minhash' .* or 'oph' .*, got 'bbit'"):
+        conn.execute("SELECT dedup_plan('{\"lsh_sketch\": \"bbit\"}')").fetchone()

@@ -165,6 +165,7 @@ VARIANTS = [
     ("lsh-threshold-1.0", {"near_mode": "lsh", "threshold": 1.0}),
     ("lsh-keep-params-8x4", {"near_mode": "lsh", "discard_params": 0, "lsh_bands": 8, "lsh_rows": 4}),
     ("lsh-word-3", {"near_mode": "lsh", "lsh_shingles": "word", "lsh_shingle_size": 3}),
+    ("lsh-oph", {"near_mode": "lsh", "lsh_sketch": "oph"}),
     # Text::DeDuper's measure: its threshold and lsh signature from the
     # extension's rules (dedup_settings_checked), its scans by argument.
     ("resemblance-n_min-3", {"measure": "resemblance", "n_min": 3}),

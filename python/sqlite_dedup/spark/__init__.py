@@ -33,7 +33,7 @@ __all__ = ["run", "plan", "SUPPORTED_SETTINGS", "UnsupportedSetting"]
 SUPPORTED_SETTINGS = ("threshold", "distance", "discard_params", "n_min", "url_options", "near_mode", "table",
                       "compat", "columns", "busy_timeout", "lsh_bands", "lsh_rows", "lsh_election", "prefer",
                       "boilerplate", "boilerplate_min_pages", "url_rules", "lsh_shingles", "lsh_shingle_size",
-                      "measure", "ngram_size", "stoplist", "paragraphs", "paragraph_min")
+                      "lsh_sketch", "measure", "ngram_size", "stoplist", "paragraphs", "paragraph_min")
 
 #: Rows per phase-1 task at most (a shard is read by as many tasks).
 PREPARE_ROWS = 20_000
@@ -242,7 +242,8 @@ def _plan(source, shard_paths, settings, partition_rows, id_column, progress, ke
     lap("04_scan_order")
     cached = ()
     if checked["near_mode"] == "lsh":
-        shingling = (checked["lsh_shingles"], int(checked["lsh_shingle_size"]), checked["stoplist"] or None)
+        shingling = (checked["lsh_shingles"], int(checked["lsh_shingle_size"]), checked["stoplist"] or None,
+                     checked["lsh_sketch"])
         near, lsh_figures = _lsh.scan(rows, threshold, int(checked["lsh_bands"]), int(checked["lsh_rows"]),
                                       checked["lsh_election"], shingling, measure)
         figures.update(lsh_figures)

@@ -50,14 +50,20 @@ def _through_sqlite(batches, columns, select, params, out):
         conn.close()
 
 
+# The SQL function of each lsh_sketch (as src/sqlite/settings/choices.rs names them).
+SKETCH_FUNCTIONS = {"minhash": "minhash", "oph": "minhash_oph"}
+
+
 def signatures(batches, permutations, shingling):
     """A task: (pos, sig) for the Arrow batches (pos, text): each text's
     minhash signature, as sql/04b_near_dups.sql computes it (`shingling`:
-    the checked settings lsh_shingles, lsh_shingle_size and stoplist)."""
+    the checked settings lsh_shingles, lsh_shingle_size, stoplist and
+    lsh_sketch)."""
     import pyarrow as pa
-    kind, size, stoplist = shingling
+    kind, size, stoplist, sketch = shingling
+    function = SKETCH_FUNCTIONS[sketch]
     return _through_sqlite(batches, "pos INTEGER PRIMARY KEY, text TEXT",
-                           "SELECT pos, minhash(text, ?, ?, ?, ?) FROM t", (permutations, kind, size, stoplist),
+                           f"SELECT pos, {function}(text, ?, ?, ?, ?) FROM t", (permutations, kind, size, stoplist),
                            [pa.field("pos", pa.int64()), pa.field("sig", pa.binary())])
 
 
@@ -211,7 +217,7 @@ def scan_component(table, threshold, election, bands, rows, measure="levenshtein
          pa.array(columns[3], pa.float64())], names=["pos", "survivor_pos", "anchor_pos", "ratio"])
 
 
-def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5, None), measure="levenshtein"):
+def scan(rows, threshold, bands, band_rows, election, shingling=("char", 5, None, "minhash"), measure="levenshtein"):
     """Removals of the lsh scan of `rows` (from scan_order): a DataFrame
     (pos, survivor_pos, anchor_pos, ratio), and figures (the components,
     the rounds and task that found them, seconds of each step)."""

@@ -1,4 +1,4 @@
-//! SQL bindings of the sketches: `minhash`, `minhash_jaccard`, `simhash`,
+//! SQL bindings of the sketches: `minhash`, `minhash_oph`, `minhash_jaccard`, `simhash`,
 //! `hamming_distance`, `lsh_probability`, `lsh_params`.
 
 use std::cell::RefCell;
@@ -6,9 +6,11 @@ use std::cell::RefCell;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Result};
 
+use crate::core::oph;
 use crate::core::shingles::Stopwords;
 use crate::core::sketch::{
-    lsh_params, lsh_probability, simhash_or_halt, MinHasher, ShingleKind, Shingling, Signature,
+    lsh_params, lsh_probability, signature_blob, simhash_or_halt, MinHasher, ShingleKind,
+    Shingling, Signature,
 };
 use crate::sqlite::ground::arguments::{
     check_arity, describe, interrupt_poll, number_arg, text_arg, user_error, PURE,
@@ -116,32 +118,45 @@ fn int_or_null(
     )
 }
 
+/// The arguments `minhash` and `minhash_oph` share (`text`, `num_perm`,
+/// `kind`, `n`, `stoplist`): the signature's size, the shingling, the
+/// text's shingle hashes and the interrupt poll; `None` for a NULL text.
+#[allow(clippy::type_complexity)]
+fn shingle_args(
+    ctx: &rusqlite::functions::Context<'_>,
+    function: &str,
+) -> Result<Option<(usize, Shingling, Vec<u64>, impl Fn() -> bool)>> {
+    check_arity(ctx, function, 1, 5)?;
+    let perms = num_perm_arg(ctx, 1, function)?;
+    let shingling = shingling_args(ctx, 2, function, ("char", 5))?;
+    let stopwords = match ctx.len().gt(&4).then(|| ctx.get_raw(4)) {
+        None | Some(ValueRef::Null) => Stopwords::default(),
+        Some(ValueRef::Text(t)) if shingling.kind == ShingleKind::Word => {
+            Stopwords::parse(&String::from_utf8_lossy(t))
+        }
+        Some(other) => {
+            return Err(user_error(
+                function,
+                "stopwords must be one text of words, with word shingles",
+                &describe(other),
+            ))
+        }
+    };
+    let Some(text) = text_arg(ctx, 0, function, "text")? else {
+        return Ok(None);
+    };
+    let poll = interrupt_poll(ctx)?;
+    let stop = move || poll.borrow_mut().interrupted();
+    let hashes = shingling.hashes_without(text, &stopwords, &stop)?;
+    Ok(Some((perms, shingling, hashes, stop)))
+}
+
 /// Registers the sketch functions on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("minhash", -1, PURE, |ctx| {
-        const F: &str = "minhash";
-        check_arity(ctx, F, 1, 5)?;
-        let perms = num_perm_arg(ctx, 1, F)?;
-        let shingling = shingling_args(ctx, 2, F, ("char", 5))?;
-        let stopwords = match ctx.len().gt(&4).then(|| ctx.get_raw(4)) {
-            None | Some(ValueRef::Null) => Stopwords::default(),
-            Some(ValueRef::Text(t)) if shingling.kind == ShingleKind::Word => {
-                Stopwords::parse(&String::from_utf8_lossy(t))
-            }
-            Some(other) => {
-                return Err(user_error(
-                    F,
-                    "stopwords must be one text of words, with word shingles",
-                    &describe(other),
-                ))
-            }
-        };
-        let Some(text) = text_arg(ctx, 0, F, "text")? else {
+        let Some((perms, shingling, hashes, stop)) = shingle_args(ctx, "minhash")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
         };
-        let poll = interrupt_poll(ctx)?;
-        let stop = || poll.borrow_mut().interrupted();
-        let hashes = shingling.hashes_without(text, &stopwords, &stop)?;
         let sig = HASHER.with(|h| {
             let mut h = h.borrow_mut();
             if h.num_perm() != perms {
@@ -153,6 +168,18 @@ pub fn register(db: &Connection) -> Result<()> {
             Some(sig) => Value::Blob(MinHasher::to_blob(shingling, &sig)),
             None => Value::Null,
         }))
+    })?;
+
+    db.create_scalar_function("minhash_oph", -1, PURE, |ctx| {
+        let Some((bins, shingling, hashes, stop)) = shingle_args(ctx, "minhash_oph")? else {
+            return Ok(ToSqlOutput::Owned(Value::Null));
+        };
+        Ok(ToSqlOutput::Owned(
+            match oph::signature_or_halt(&hashes, bins, &stop)? {
+                Some(sig) => Value::Blob(signature_blob(oph::FORMAT, shingling, &sig)),
+                None => Value::Null,
+            },
+        ))
     })?;
 
     db.create_scalar_function("minhash_jaccard", 2, PURE, |ctx| {

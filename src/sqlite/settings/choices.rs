@@ -50,6 +50,27 @@ choice! {
 }
 
 choice! {
+    /// `lsh_sketch`: how lsh mode's signature is made.
+    LshSketch {
+        /// Classic MinHash: one hash a shingle per permutation (`minhash`).
+        Minhash = "minhash",
+        /// One-permutation MinHash with optimal densification: one hash a
+        /// shingle (`minhash_oph`).
+        Oph = "oph",
+    } default Minhash
+}
+
+impl LshSketch {
+    /// The SQL function that makes this signature.
+    pub fn function(self) -> &'static str {
+        match self {
+            LshSketch::Minhash => "minhash",
+            LshSketch::Oph => "minhash_oph",
+        }
+    }
+}
+
+choice! {
     /// `boilerplate`: what the near-duplicate phase does with segments a
     /// domain repeats.
     Boilerplate {

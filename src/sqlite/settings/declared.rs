@@ -15,7 +15,7 @@
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::ground::json::json_string;
 use crate::sqlite::settings::choices::{
-    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode, Paragraphs,
+    Action, Boilerplate, Compat, LshElection, LshSketch, MeasureKind, NearMode, Paragraphs,
 };
 use crate::sqlite::settings::values::Settings;
 use rusqlite::types::Value;
@@ -139,7 +139,7 @@ fn text(v: Value) -> String {
 }
 
 /// Every setting, in the order `dedup_runs.settings` records them.
-pub const SETTINGS: [Setting; 29] = [
+pub const SETTINGS: [Setting; 30] = [
     Setting {
         name: "threshold",
         kind: Kind::Unit { null_is_off: false },
@@ -354,6 +354,16 @@ pub const SETTINGS: [Setting; 29] = [
         cli: Some(Cli { flag: "--lsh-shingle-size", metavar: "N", help: "lsh mode: characters or words a shingle (default 5)" }),
         value: |s| Value::Integer(s.lsh_shingle_size),
         set: |s, v| s.lsh_shingle_size = integer(&v),
+    },
+    Setting {
+        name: "lsh_sketch",
+        kind: Kind::Choice { words: LshSketch::WORDS, null: NullIs::Refused },
+        rule: "must be 'minhash' (a hash a shingle per permutation) or 'oph' (one-permutation MinHash, one hash a shingle)",
+        recorded: Recorded::WhenSet,
+        run_row: Some("TEXT"),
+        cli: Some(Cli { flag: "--lsh-sketch", metavar: "", help: "lsh mode: 'oph' makes the signature with one hash a shingle (default minhash)" }),
+        value: |s| Value::Text(s.lsh_sketch.as_str().into()),
+        set: |s, v| s.lsh_sketch = LshSketch::from_word(&text(v)).unwrap_or_default(),
     },
     Setting {
         name: "paragraphs",

@@ -4,7 +4,7 @@
 use crate::core::measure::Measure;
 use crate::core::sketch::ShingleKind;
 use crate::sqlite::settings::choices::{
-    Action, Boilerplate, Compat, LshElection, MeasureKind, NearMode, Paragraphs,
+    Action, Boilerplate, Compat, LshElection, LshSketch, MeasureKind, NearMode, Paragraphs,
 };
 
 /// `paragraph_min`'s default: paragraphs of fewer characters are never cut
@@ -41,6 +41,8 @@ pub struct Settings {
     pub lsh_shingles: ShingleKind,
     /// `lsh` mode: the shingles' size (characters or words).
     pub lsh_shingle_size: i64,
+    /// `lsh` mode: classic MinHash or one-permutation MinHash.
+    pub lsh_sketch: LshSketch,
     /// `keep` (the default) or `dedup`: a kept page's paragraph that a page
     /// before it in the election order holds is cut from its text.
     pub paragraphs: Paragraphs,
@@ -126,6 +128,7 @@ impl Default for Settings {
             lsh_rows: 4,
             lsh_shingles: ShingleKind::Char,
             lsh_shingle_size: 5,
+            lsh_sketch: LshSketch::default(),
             paragraphs: Paragraphs::default(),
             paragraph_min: DEFAULT_PARAGRAPH_MIN,
             action: Action::Delete,

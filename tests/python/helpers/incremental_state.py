@@ -98,9 +98,10 @@ def index_band_keys(conn, settings):
     else:
         stoplist, kind, size = None, settings.get("lsh_shingles", "char"), settings.get("lsh_shingle_size", 5)
         bands, rows = settings.get("lsh_bands", 32), settings.get("lsh_rows", 4)
+    sketch = {"minhash": "minhash", "oph": "minhash_oph"}[settings.get("lsh_sketch", "minhash")]
     want = sorted(conn.execute(
         "SELECT DISTINCT b.band, b.key, p.rowid FROM pages AS p, "
-        "lsh_bands(minhash(p.parsed, ?1 * ?2, ?3, ?4, ?5), ?1, ?2) AS b WHERE p.parsed <> ''",
+        f"lsh_bands({sketch}(p.parsed, ?1 * ?2, ?3, ?4, ?5), ?1, ?2) AS b WHERE p.parsed <> ''",
         (bands, rows, kind, size, stoplist)))
     return got, want
 
