@@ -204,7 +204,7 @@ def rename_columns(paths, columns):
 #: by rounds and then the task, None (the default) by the task alone.
 TASK_EDGES = {"lsh": 0, "lsh-chain-threshold-0.9-n_min-3": 100, "lsh-keep-params-8x4": None,
               "lsh-prefer-n_min-3": None, "lsh-columns": None, "lsh-word-3": None,
-              "lsh-resemblance-stoplist": None, "lsh-paragraphs-60": None}
+              "lsh-resemblance-stoplist": None, "lsh-paragraphs-60": None, "lsh-oph": None}
 
 
 @pytest.mark.parametrize("name,settings", VARIANTS, ids=[v[0] for v in VARIANTS])
