@@ -15,6 +15,8 @@ table.
   (verified with `lev_ratio` > 0.9, direct election), `DELETE`.
 - `ours: functions oph` — the same with `minhash_oph` (one-permutation
   MinHash) for `minhash`.
+- `ours: functions oph keys` — the same with each text's band keys in one
+  blob (`lsh_keys`) instead of a row a band (`lsh_bands`).
 - `ours: dedup_run lsh` — the whole pipeline (`dedup_run('{"near_mode":
   "lsh"}')`) on a table of the same documents, each at a URL of its own: URL
   and content phases, the near phase, the archive of every removed row, the
@@ -61,7 +63,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pipeline as P  # noqa: E402
 from corpora import DATA, corpus  # noqa: E402
 
-TOOLS = ["ours: functions", "ours: functions oph", "ours: dedup_run lsh", "ours: dedup_run lsh oph", "rensa", "rensa best", "rensa + Levenshtein", "datasketch"]
+TOOLS = ["ours: functions", "ours: functions oph", "ours: functions oph keys", "ours: dedup_run lsh", "ours: dedup_run lsh oph", "rensa", "rensa best", "rensa + Levenshtein", "datasketch"]
 THRESHOLD = 0.9
 
 
@@ -69,12 +71,13 @@ def documents(pages):
     """bench-data/peers-N.db: docs(id, text), built once from the corpus."""
     path = os.path.join(DATA, f"peers-{pages}.db")
     if not os.path.exists(path):
+        src = corpus(pages)  # (makes bench-data/ on a fresh checkout)
         tmp = path + ".tmp"
         if os.path.exists(tmp):
             os.remove(tmp)
         c = sqlite3.connect(tmp)
         c.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, text TEXT)")
-        c.execute("ATTACH ? AS src", (corpus(pages),))
+        c.execute("ATTACH ? AS src", (src,))
         c.execute("INSERT INTO docs SELECT rowid, parsed FROM src.pages WHERE parsed <> '' ORDER BY rowid")
         c.commit()
         c.close()
@@ -84,13 +87,14 @@ def documents(pages):
 
 # --- the tools, each run in its own process -------------------------------
 
-def run_ours_functions(db, sketch="minhash"):
+def run_ours_functions(db, sketch="minhash", packed=False):
     conn = P.connect(db)
+    keys = (f"SELECT i.id, lsh_keys({sketch}(i.text, 128, 'char', 5), 32, 4) AS keys FROM input AS i" if packed
+            else f"SELECT b.band, b.key, i.id FROM input AS i, lsh_bands({sketch}(i.text, 128, 'char', 5), 32, 4) AS b")
     conn.executescript(f"""
         CREATE TEMP TABLE input (pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER);
         INSERT INTO input SELECT id, id, text, id FROM docs;
-        CREATE TEMP TABLE bands AS
-          SELECT b.band, b.key, i.id FROM input AS i, lsh_bands({sketch}(i.text, 128, 'char', 5), 32, 4) AS b;
+        CREATE TEMP TABLE bands AS {keys};
         CREATE TEMP TABLE gone AS SELECT id FROM near_dups_among('input', 'bands', 0.9, 'direct');
         BEGIN;
         DELETE FROM docs WHERE id IN (SELECT id FROM temp.gone);
@@ -311,6 +315,7 @@ def main():
     if args.tool:
         {"ours: functions": run_ours_functions, "ours: dedup_run lsh": run_ours_pipeline,
          "ours: functions oph": lambda db: run_ours_functions(db, "minhash_oph"),
+         "ours: functions oph keys": lambda db: run_ours_functions(db, "minhash_oph", packed=True),
          "ours: dedup_run lsh oph": lambda db: run_ours_pipeline(db, {"near_mode": "lsh", "lsh_sketch": "oph"}),
          "rensa": run_rensa, "rensa best": run_rensa_best, "rensa + Levenshtein": run_rensa_levenshtein,
          "datasketch": run_datasketch}[args.tool](args.db)

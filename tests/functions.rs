@@ -72,6 +72,7 @@ fn register_adds_exactly_these_functions_and_modules() {
             "html_text",
             "is_html",
             "lev_ratio",
+            "lsh_keys",
             "lsh_params",
             "lsh_probability",
             "main_text",
@@ -659,6 +660,107 @@ fn near_dups_among_elects_over_candidate_pairs_whatever_their_distance() {
         rows("SELECT * FROM near_dups_among('t', 'one_key', 0.5)"),
         rows("SELECT * FROM near_dups('t', 0.5, 1000)")
     );
+    // Packed keys: the same keys as k, one blob a row (band i the i-th
+    // little-endian key); a NULL blob carries none.
+    db.execute_batch(
+        "CREATE TABLE pk(id, keys);
+         INSERT INTO pk VALUES
+           (10, x'070000000000000007000000000000000800000000000000'),
+           (40, x'07000000000000000700000000000000'),
+           (20, x'0500000000000000'),
+           (30, x'06000000000000000500000000000000'),
+           (50, NULL);",
+    )
+    .unwrap();
+    assert_eq!(
+        rows("SELECT * FROM near_dups_among('t', 'pk', 0.8)"),
+        vec![(10, 40, 10, r)]
+    );
+    assert_eq!(
+        one::<String>(&db, "SELECT near_dups_stats()").unwrap(),
+        r#"{"rows":5,"pairs":1,"rejected_by_length":0,"rejected_by_histogram":0,"levenshtein":1,"matches":1}"#
+    );
+}
+
+/// `lsh_keys` blobs and `lsh_bands` rows of the same signatures give the
+/// same scan, in both elections, on texts with near copies far apart.
+#[test]
+fn near_dups_among_gives_the_same_answer_from_packed_keys_and_band_rows() {
+    let db = db();
+    db.execute_batch(
+        "CREATE TABLE t(pos INTEGER PRIMARY KEY, id INTEGER, text TEXT, rank INTEGER)",
+    )
+    .unwrap();
+    let words = [
+        "council", "river", "budget", "school", "harbour", "library", "museum", "station",
+        "market", "garden", "bridge", "tower",
+    ];
+    let mut insert = db.prepare("INSERT INTO t VALUES (?1, ?2, ?3, ?4)").unwrap();
+    for i in 0..240i64 {
+        // 40 stories, each in six versions: one word changed, or a sentence added.
+        let story = i % 40;
+        let version = i / 40;
+        let mut text: String = (0..12)
+            .map(|k| {
+                format!(
+                    "The {} of town {story} met on day {k}. ",
+                    words[((story + k) % 12) as usize]
+                )
+            })
+            .collect();
+        match version {
+            0 => {}
+            1 => text = text.replacen("met", "gathered", 1),
+            2 => text.push_str("A late note was added."),
+            3 => text = text.replacen("day 3", "day 30", 1),
+            4 => text = text.replace("town", "city"),
+            _ => {
+                // Letters of a linear congruential sequence: near nothing.
+                let mut x = i as u64;
+                text = (0..300)
+                    .map(|_| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        (b'a' + (x >> 59) as u8 % 26) as char
+                    })
+                    .collect();
+            }
+        }
+        insert
+            .execute(rusqlite::params![i + 1, 1000 + i, text, (i * 7) % 5])
+            .unwrap();
+    }
+    drop(insert);
+    db.execute_batch(
+        "INSERT INTO t VALUES (241, 2000, NULL, 0);
+         CREATE TABLE bands AS SELECT b.band, b.key, t.id FROM t, lsh_bands(minhash_oph(t.text, 64), 16, 4) AS b;
+         CREATE TABLE packed AS SELECT id, lsh_keys(minhash_oph(text, 64), 16, 4) AS keys FROM t;
+         CREATE VIEW packed_view AS SELECT id, lsh_keys(minhash_oph(text, 64), 16) AS keys FROM t;",
+    )
+    .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, i64, i64, f64)> {
+        let mut s = db.prepare(sql).unwrap();
+        let v = s
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        v
+    };
+    for election in ["chain", "direct"] {
+        let scan = |pairs: &str| {
+            rows(&format!(
+                "SELECT * FROM near_dups_among('t', '{pairs}', 0.9, '{election}') ORDER BY id"
+            ))
+        };
+        let from_bands = scan("bands");
+        // Most versions of a story are near its first; the unrelated pages are not.
+        assert!(from_bands.len() >= 120, "{election}: {from_bands:?}");
+        assert!(from_bands.iter().all(|&(id, ..)| id < 1200), "{election}");
+        assert_eq!(scan("packed"), from_bands, "{election}");
+        assert_eq!(scan("packed_view"), from_bands, "{election}");
+    }
 }
 
 #[test]
@@ -717,6 +819,9 @@ fn near_dups_among_errors() {
          CREATE TABLE q(a, c);
          CREATE TABLE kx(band, key, id); INSERT INTO kx VALUES (0, 1, 1), (0, 1, 3);
          CREATE TABLE ky(band, key, id); INSERT INTO ky VALUES (0, 'k', 1);
+         CREATE TABLE pz(id, keys); INSERT INTO pz VALUES (1, NULL), (2, 'k');
+         CREATE TABLE pw(id, keys); INSERT INTO pw VALUES (1, x'010000000000000000');
+         CREATE TABLE px(id, keys); INSERT INTO px VALUES (1, x'0100000000000000'), (3, x'0100000000000000');
          CREATE TABLE n(a, b); INSERT INTO n VALUES (1, NULL);
          CREATE TABLE d(pos, id, text, rank); INSERT INTO d VALUES (1, 1, 'a', 0), (2, 1, 'b', 0);",
     )
@@ -726,7 +831,10 @@ fn near_dups_among_errors() {
         ("SELECT * FROM near_dups_among('t', 'p', 'x')", "near_dups_among[argument]: threshold must be a number in [0.0, 1.0], got text 'x'"),
         ("SELECT * FROM near_dups_among('t')", "near_dups_among[argument]: pairs table or view name is required, got no argument"),
         ("SELECT * FROM near_dups_among('t', 'nope')", "near_dups_among[argument]: pairs must be the name of a table or view, got 'nope'"),
-        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among[argument]: pairs must have columns a, b (pairs) or band, key, id (keys), got 'q' with columns a, c"),
+        ("SELECT * FROM near_dups_among('t', 'q')", "near_dups_among[argument]: pairs must have columns a, b (pairs), band, key, id (keys) or id, keys (lsh_keys), got 'q' with columns a, c"),
+        ("SELECT * FROM near_dups_among('t', 'pz')", "near_dups_among[argument]: keys in 'pz' must be lsh_keys blobs, got text 'k' at id 2"),
+        ("SELECT * FROM near_dups_among('t', 'pw')", "near_dups_among[argument]: keys in 'pw': not the band keys of lsh_keys (8 bytes a band), got blob of 9 bytes at id 1"),
+        ("SELECT * FROM near_dups_among('t', 'px')", "near_dups_among[argument]: pairs in 'px' must join ids of 't', got id 3"),
         ("SELECT * FROM near_dups_among('t', 'kx')", "near_dups_among[argument]: pairs in 'kx' must join ids of 't', got id 3"),
         ("SELECT * FROM near_dups_among('t', 'ky')", "near_dups_among[argument]: key in 'ky' must be an integer, got text 'k'"),
         ("SELECT * FROM near_dups_among('p', 't')", "near_dups_among[argument]: input must have columns pos, id, text, rank (missing pos, id, text, rank), got 'p'"),
@@ -856,6 +964,51 @@ fn sketch_functions_give_hand_checked_values_and_clear_errors() {
         err(&db, "SELECT * FROM lsh_bands(x'00', 2)"),
         "lsh_bands[argument]: not a minhash signature, got blob of 1 bytes"
     );
+    // lsh_keys: lsh_bands's keys, 8 little-endian bytes each, band after band.
+    for sketch in ["minhash", "minhash_oph"] {
+        let sig = format!("{sketch}('the quick brown fox jumps over the lazy dog', 12, 'char', 3)");
+        let from_rows: String = one(
+            &db,
+            &format!(
+                "SELECT group_concat(hex(substr(x'0000000000000000' ||                  zeroblob(0), 1, 0)) || printf('%016X', key), '') FROM                  (SELECT key FROM lsh_bands({sig}, 4, 3) ORDER BY band)"
+            ),
+        )
+        .unwrap();
+        // (printf gives the big-endian hex: reverse each key's bytes.)
+        let little: String = from_rows
+            .as_bytes()
+            .chunks(16)
+            .flat_map(|key| {
+                key.chunks(2)
+                    .rev()
+                    .flat_map(|b| b.iter().map(|&c| c as char))
+            })
+            .collect();
+        assert_eq!(
+            one::<String>(&db, &format!("SELECT hex(lsh_keys({sig}, 4, 3))")).unwrap(),
+            little,
+            "{sketch}"
+        );
+    }
+    assert_eq!(
+        one::<i64>(&db, "SELECT length(lsh_keys(minhash('hello world', 8), 4))").unwrap(),
+        32
+    );
+    assert_eq!(
+        one::<Option<Vec<u8>>>(&db, "SELECT lsh_keys(NULL, 4)").unwrap(),
+        None
+    );
+    for (sql, message) in [
+        ("SELECT lsh_keys(minhash('x', 8), 5, 2)", "lsh_keys[argument]: bands * rows must be at most the signature's 8 values, got 5 * 2"),
+        ("SELECT lsh_keys(minhash('x', 8), 9)", "lsh_keys[argument]: bands * rows must be at most the signature's 8 values, got 9 * num_perm / bands"),
+        ("SELECT lsh_keys(minhash('x', 8), NULL)", "lsh_keys[argument]: bands is required, got NULL"),
+        ("SELECT lsh_keys(minhash('x', 8), 0)", "lsh_keys[argument]: bands must be a positive integer, got integer 0"),
+        ("SELECT lsh_keys(x'00', 2)", "lsh_keys[argument]: not a minhash signature, got blob of 1 bytes"),
+        ("SELECT lsh_keys('x', 2)", "lsh_keys[argument]: not a minhash signature, got text 'x'"),
+        ("SELECT lsh_keys(minhash('x', 8))", "lsh_keys[argument]: expected 2 to 3 arguments, got 1"),
+    ] {
+        assert_eq!(err(&db, sql), message, "{sql}");
+    }
 }
 
 /// The incremental workflow of the README: stored signatures and bands, a

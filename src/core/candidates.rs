@@ -97,8 +97,14 @@ pub struct SharedKeys {
 #[derive(Debug, Clone, Default)]
 pub struct SharedKeysBuilder {
     rows: usize,
-    groups: HashMap<i64, Vec<(i64, u32)>>,
+    /// Groups `0..DENSE_GROUPS` (LSH bands), by number.
+    dense: Vec<Vec<(i64, u32)>>,
+    /// Other groups.
+    sparse: HashMap<i64, Vec<(i64, u32)>>,
 }
+
+/// Groups the builder keeps by number rather than by hash.
+const DENSE_GROUPS: i64 = 1024;
 
 impl SharedKeysBuilder {
     /// No keys yet over `rows` rows (`rows` below `u32::MAX`).
@@ -106,7 +112,8 @@ impl SharedKeysBuilder {
         assert!(rows < u32::MAX as usize, "rows are numbered in 32 bits");
         SharedKeysBuilder {
             rows,
-            groups: HashMap::new(),
+            dense: Vec::new(),
+            sparse: HashMap::new(),
         }
     }
 
@@ -114,10 +121,16 @@ impl SharedKeysBuilder {
     /// repeated under one key counts once.
     pub fn add(&mut self, group: i64, key: i64, row: usize) {
         assert!(row < self.rows, "row {row} out of 0..{}", self.rows);
-        self.groups
-            .entry(group)
-            .or_default()
-            .push((key, row as u32));
+        let list = if (0..DENSE_GROUPS).contains(&group) {
+            let g = group as usize;
+            if self.dense.len() <= g {
+                self.dense.resize_with(g + 1, Vec::new);
+            }
+            &mut self.dense[g]
+        } else {
+            self.sparse.entry(group).or_default()
+        };
+        list.push((key, row as u32));
     }
 
     /// Keeps the keys shared by two rows or more.
@@ -125,7 +138,7 @@ impl SharedKeysBuilder {
         let rows = self.rows;
         let mut members = Vec::new();
         let mut key_starts = vec![0];
-        for (_, mut list) in self.groups {
+        for mut list in self.dense.into_iter().chain(self.sparse.into_values()) {
             list.sort_unstable();
             list.dedup();
             for run in list.chunk_by(|x, y| x.0 == y.0) {

@@ -2,6 +2,7 @@
 //! plain Rust; `crate::sqlite` binds them to SQL.
 
 pub mod arrow_columns;
+pub mod band_keys;
 pub mod candidates;
 pub mod chrome_pages;
 pub mod diff;

@@ -354,11 +354,11 @@ impl<'a> Signature<'a> {
     /// The LSH key of band `band` (`rows` values from `band * rows`).
     pub fn band_key(&self, band: usize, rows: usize) -> i64 {
         let bytes = &self.values[4 * band * rows..4 * (band + 1) * rows];
-        let words: Vec<u64> = bytes
-            .chunks_exact(4)
-            .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4 bytes"))))
-            .collect();
-        combine(&words) as i64
+        combine_iter(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u64::from(u32::from_le_bytes(c.try_into().expect("4 bytes")))),
+        ) as i64
     }
 }
 

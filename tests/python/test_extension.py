@@ -10,7 +10,7 @@ import pipeline as P
 FUNCTIONS = ["canonical_url", "content_hash", "dedup_apply", "dedup_apply_plan", "dedup_chars", "dedup_debug", "dedup_differing_params", "dedup_error_codes", "dedup_extra_params", "dedup_fingerprint", "dedup_histogram", "dedup_invalid_text",
              "dedup_learn_url_rules", "dedup_pack_keys", "dedup_phase1_arrow", "dedup_phases", "dedup_plan", "dedup_prepare", "dedup_progress", "dedup_require", "dedup_restore", "dedup_row_digest", "dedup_rows_arrow",
              "dedup_run", "dedup_settings_checked", "dedup_settings_table", "dedup_similar", "dedup_sort_key",
-             "dedup_version", "dupe_probability", "hamming_distance", "html_text", "is_html", "lev_ratio", "lsh_params", "lsh_probability",
+             "dedup_version", "dupe_probability", "hamming_distance", "html_text", "is_html", "lev_ratio", "lsh_keys", "lsh_params", "lsh_probability",
              "main_text", "minhash", "minhash_jaccard", "minhash_oph", "near_dups_stats", "normalize_text", "paragraph_at", "paragraph_keys", "shingle_resemblance", "simhash",
              "strip_segments", "url_discard_reason", "url_domain", "url_host", "url_rule_params", "url_wayback"]
 

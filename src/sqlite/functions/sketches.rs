@@ -1,11 +1,12 @@
-//! SQL bindings of the sketches: `minhash`, `minhash_oph`, `minhash_jaccard`, `simhash`,
-//! `hamming_distance`, `lsh_probability`, `lsh_params`.
+//! SQL bindings of the sketches: `minhash`, `minhash_oph`, `minhash_jaccard`, `lsh_keys`,
+//! `simhash`, `hamming_distance`, `lsh_probability`, `lsh_params`.
 
 use std::cell::RefCell;
 
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, Result};
 
+use crate::core::band_keys;
 use crate::core::oph;
 use crate::core::shingles::Stopwords;
 use crate::core::sketch::{
@@ -196,6 +197,37 @@ pub fn register(db: &Connection) -> Result<()> {
                 e.as_str(),
             )
         })
+    })?;
+
+    db.create_scalar_function("lsh_keys", -1, PURE, |ctx| {
+        const F: &str = "lsh_keys";
+        check_arity(ctx, F, 2, 3)?;
+        let positive = |i: usize, name: &str| -> Result<Option<usize>> {
+            if ctx.len() <= i {
+                return Ok(None);
+            }
+            match ctx.get_raw(i) {
+                ValueRef::Null => Ok(None),
+                ValueRef::Integer(v) if v > 0 => Ok(Some(v as usize)),
+                other => Err(user_error(
+                    F,
+                    &format!("{name} must be a positive integer"),
+                    &describe(other),
+                )),
+            }
+        };
+        let Some(bands) = positive(1, "bands")? else {
+            return Err(user_error(F, "bands is required", "NULL"));
+        };
+        let rows = positive(2, "rows")?;
+        let Some(signature) = signature_arg(ctx, 0, F)? else {
+            return Ok(None);
+        };
+        let keys = band_keys::band_keys(&signature, bands, rows).map_err(|e| {
+            let rows = rows.map_or("num_perm / bands".to_string(), |r| r.to_string());
+            user_error(F, e.as_str(), &format!("{bands} * {rows}"))
+        })?;
+        Ok(Some(band_keys::pack(&keys)))
     })?;
 
     db.create_scalar_function("simhash", -1, PURE, |ctx| {

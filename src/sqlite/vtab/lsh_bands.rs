@@ -12,6 +12,7 @@ use rusqlite::{ffi, Connection, Result};
 
 use super::arguments::{plan_arguments, planned_arguments, unwind_safe};
 use super::rows_cursor::{RowSource, RowsCursor};
+use crate::core::band_keys::band_keys;
 use crate::core::sketch::Signature;
 use crate::sqlite::ground::arguments::describe;
 
@@ -54,7 +55,7 @@ unsafe impl<'vtab> VTab<'vtab> for LshBandsTab {
 }
 
 /// The band keys of the constraint values, checked.
-fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
+fn keys_of(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
     let given = planned_arguments(idx_num, args, 3);
     let signature = match given[0] {
         None | Some(ValueRef::Null) => return Ok(Vec::new()),
@@ -82,18 +83,11 @@ fn band_keys(idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
     let Some(bands) = positive(given[1], "bands")? else {
         return Err(module_error(NAME, "bands is required", "NULL"));
     };
-    let rows = positive(given[2], "rows")?.unwrap_or(signature.len() / bands);
-    if rows == 0 || bands.saturating_mul(rows) > signature.len() {
-        return Err(module_error(
-            NAME,
-            &format!(
-                "bands * rows must be at most the signature's {} values",
-                signature.len()
-            ),
-            &format!("{bands} * {rows}"),
-        ));
-    }
-    Ok((0..bands).map(|b| signature.band_key(b, rows)).collect())
+    let rows = positive(given[2], "rows")?;
+    band_keys(&signature, bands, rows).map_err(|e| {
+        let rows = rows.map_or("num_perm / bands".to_string(), |r| r.to_string());
+        module_error(NAME, e.as_str(), &format!("{bands} * {rows}"))
+    })
 }
 
 /// A cursor's source: the band keys, in band order.
@@ -104,7 +98,7 @@ impl RowSource for BandKeys {
     type Row = i64;
 
     fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<i64>> {
-        band_keys(idx_num, args)
+        keys_of(idx_num, args)
     }
 
     fn column(key: &i64, band: usize, ctx: &mut Context, i: c_int) -> Result<()> {

@@ -5,11 +5,13 @@
 //!
 //! `input` has the columns of `near_dups`' input (`pos`, `id`, `text`,
 //! `rank`; `pos` and `id` unique integers; optionally `settled`: two rows
-//! of the same non-NULL value are known apart and not compared). `pairs` has either columns `a`
-//! and `b` (ids of `input` rows: listed pairs) or columns `band`, `key` and
+//! of the same non-NULL value are known apart and not compared). `pairs` has columns `a`
+//! and `b` (ids of `input` rows: listed pairs), or columns `band`, `key` and
 //! `id` (rows sharing a `band` and `key` are candidates, e.g. the rows of
-//! `lsh_bands`: the pairs are generated as the scan reaches each row, never
-//! all held). Rows are scanned in `pos` order and each live row is compared
+//! `lsh_bands`), or columns `id` and `keys` (a row's band keys packed by
+//! `lsh_keys`, band `i` the `i`-th key: one row a text instead of one a
+//! band). Keyed pairs are generated as the scan reaches each row, never
+//! all held. Rows are scanned in `pos` order and each live row is compared
 //! with its later live candidates; texts are read one group at a time
 //! (`WHERE pos = ?`, so index `pos`). Output columns are `near_dups`' (see
 //! [`crate::core::pair_scan::scan_pairs`]).
@@ -26,6 +28,7 @@ use super::arguments::{
 };
 use super::near_dups::INPUT_COLUMNS;
 use super::scan_table::{self, LastScan, Scan};
+use crate::core::band_keys::unpack;
 use crate::core::candidates::{Candidates, PairList, SharedKeys, SharedKeysBuilder, SkipSettled};
 use crate::core::measure::Measure;
 use crate::core::near_dups::{validate, Removal, ScanStats};
@@ -41,6 +44,8 @@ const NAME: &str = "near_dups_among";
 const PAIR_COLUMNS: [&str; 2] = ["a", "b"];
 /// Columns of a table or view of keys (rows sharing `band` and `key` pair up).
 const KEY_COLUMNS: [&str; 3] = ["band", "key", "id"];
+/// Columns of a table or view of packed keys (`lsh_keys`'s blobs).
+const PACKED_COLUMNS: [&str; 2] = ["id", "keys"];
 
 /// Registers the eponymous table-valued function `near_dups_among`; its
 /// counters go to `last` (read by `near_dups_stats()`).
@@ -79,11 +84,11 @@ impl Scan for PairScan {
         require_columns(db, NAME, "input", &input, &INPUT_COLUMNS)?;
         let columns = table_columns(db, NAME, "pairs", &pairs)?;
         let has = |names: &[&str]| names.iter().all(|n| columns.iter().any(|c| c == n));
-        let (keyed, listed) = (has(&KEY_COLUMNS), has(&PAIR_COLUMNS));
-        if !keyed && !listed {
+        let (keyed, listed, packed) = (has(&KEY_COLUMNS), has(&PAIR_COLUMNS), has(&PACKED_COLUMNS));
+        if !keyed && !listed && !packed {
             return Err(module_error(
                 NAME,
-                "pairs must have columns a, b (pairs) or band, key, id (keys)",
+                "pairs must have columns a, b (pairs), band, key, id (keys) or id, keys (lsh_keys)",
                 &format!("'{pairs}' with columns {}", columns.join(", ")),
             ));
         }
@@ -112,7 +117,12 @@ impl Scan for PairScan {
                 election,
             )?
         } else {
-            let candidates = SkipSettled::new(read_keys(db, &pairs, &input, &index)?, settled);
+            let keys = if keyed {
+                read_keys(db, &pairs, &input, &index)?
+            } else {
+                read_packed_keys(db, &pairs, &input, &index)?
+            };
+            let candidates = SkipSettled::new(keys, settled);
             scan(
                 db,
                 &input,
@@ -270,13 +280,9 @@ fn finder<'a>(
     }
 }
 
-/// Rows grouped by the (`band`, `key`) they carry.
-fn read_keys(
-    db: &Connection,
-    keys: &str,
-    input: &str,
-    index: &HashMap<i64, usize>,
-) -> Result<SharedKeys> {
+/// An empty [`SharedKeysBuilder`] over the input's rows, or an error when
+/// they are too many to number.
+fn keys_builder(index: &HashMap<i64, usize>) -> Result<SharedKeysBuilder> {
     if index.len() >= u32::MAX as usize {
         return Err(module_error(
             NAME,
@@ -284,16 +290,67 @@ fn read_keys(
             &format!("{} rows", index.len()),
         ));
     }
+    Ok(SharedKeysBuilder::new(index.len()))
+}
+
+/// Rows grouped by the (`band`, `key`) they carry.
+fn read_keys(
+    db: &Connection,
+    keys: &str,
+    input: &str,
+    index: &HashMap<i64, usize>,
+) -> Result<SharedKeys> {
+    let mut out = keys_builder(index)?;
     let sql = format!("SELECT band, key, id FROM {}", quote_ident(keys));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
     let find = finder(index, keys, input);
-    let mut out = SharedKeysBuilder::new(index.len());
     while let Some(row) = query.next()? {
         let band = integer(row, 0, "band", keys)?;
         let key = integer(row, 1, "key", keys)?;
         let id = integer(row, 2, "id", keys)?;
         out.add(band, key, find(id)?);
+    }
+    Ok(out.finish())
+}
+
+/// Rows grouped by the (band, key) they carry, from blobs of `lsh_keys`
+/// (band `i` is the `i`-th key; a NULL blob carries none).
+fn read_packed_keys(
+    db: &Connection,
+    keys: &str,
+    input: &str,
+    index: &HashMap<i64, usize>,
+) -> Result<SharedKeys> {
+    let mut out = keys_builder(index)?;
+    let sql = format!("SELECT id, keys FROM {}", quote_ident(keys));
+    let mut stmt = db.prepare(&sql)?;
+    let mut query = stmt.query([])?;
+    let find = finder(index, keys, input);
+    while let Some(row) = query.next()? {
+        let id = integer(row, 0, "id", keys)?;
+        let blob = match row.get_ref(1)? {
+            ValueRef::Null => continue,
+            ValueRef::Blob(b) => b,
+            other => {
+                return Err(module_error(
+                    NAME,
+                    &format!("keys in '{keys}' must be lsh_keys blobs"),
+                    &format!("{} at id {id}", describe(other)),
+                ))
+            }
+        };
+        let band_keys = unpack(blob).map_err(|e| {
+            module_error(
+                NAME,
+                &format!("keys in '{keys}': {e}"),
+                &format!("blob of {} bytes at id {id}", blob.len()),
+            )
+        })?;
+        let row = find(id)?;
+        for (band, key) in band_keys.enumerate() {
+            out.add(band as i64, key, row);
+        }
     }
     Ok(out.finish())
 }
