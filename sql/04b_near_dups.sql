@@ -55,27 +55,33 @@ WHERE r.near_mode = 'lsh' AND r.threshold < 1.0;
 -- 'lsh' mode: band keys of every row's signature (minhash, or minhash_oph
 -- under lsh_sketch = 'oph'; char 5-grams, or the shingles lsh_shingles names: under measure = 'resemblance' its own word
 -- shingles without its stoplist; lsh_bands * lsh_rows permutations); rows sharing a band and key are
--- candidates. (An incremental run's keys are in _dedup_lsh_new already:
--- see src/sqlite/pipeline/incremental/lsh_input.rs.) Only the keys are kept: memory holds the band table, not the
+-- candidates. A full run keeps each row's keys in one blob (lsh_keys), one
+-- row a text; an incremental run's keys are band rows in _dedup_lsh_new
+-- already, the last run's rows holding only the keys they share with a new
+-- one (see src/sqlite/pipeline/incremental/lsh_input.rs). Only the keys are kept: memory holds the keys, not the
 -- texts. near_dups_among groups the rows by shared key and
 -- generates each row's candidates as the scan reaches it (a pair sharing
 -- several bands is compared once), so the pairs are never all held. With
 -- lsh_election = 'direct' it removes a row only for a winner it is verified
 -- near, and never removes a winner afterwards: no removed row ends far from
 -- its final survivor (the default 'chain' is the window scan's election).
-DROP TABLE IF EXISTS temp._dedup_lsh_bands;
-CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
-INSERT INTO _dedup_lsh_bands
-SELECT b.band, b.key, t.id
+-- (The incremental index takes a full run's keys from _dedup_lsh_keys and an
+-- incremental run's from _dedup_lsh_bands: src/sqlite/pipeline/incremental/index_bands.rs.)
+DROP TABLE IF EXISTS temp._dedup_lsh_keys;
+CREATE TEMP TABLE _dedup_lsh_keys (id INTEGER PRIMARY KEY, keys BLOB);
+INSERT INTO _dedup_lsh_keys
+SELECT t.id,
+       lsh_keys(CASE r.lsh_sketch
+                  WHEN 'oph' THEN minhash_oph(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+                  ELSE minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
+                END,
+                r.lsh_bands, r.lsh_rows)
 FROM _dedup_run AS r
 CROSS JOIN _dedup_incremental AS k
 JOIN _dedup_near_copy AS t
-JOIN lsh_bands(CASE r.lsh_sketch
-                 WHEN 'oph' THEN minhash_oph(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
-                 ELSE minhash(t.text, r.lsh_bands * r.lsh_rows, r.lsh_shingles, r.lsh_shingle_size, nullif(r.stoplist, ''))
-               END,
-               r.lsh_bands, r.lsh_rows) AS b
 WHERE r.near_mode = 'lsh' AND k.kind = 'full';
+DROP TABLE IF EXISTS temp._dedup_lsh_bands;
+CREATE TEMP TABLE _dedup_lsh_bands (band INTEGER, key INTEGER, id INTEGER);
 INSERT INTO _dedup_lsh_bands SELECT band, key, id FROM _dedup_lsh_new;
 
 DROP TABLE IF EXISTS temp._dedup_near_removed;
@@ -86,8 +92,10 @@ WHERE r.near_mode = 'window'
 UNION ALL
 SELECT n.id, n.survivor, n.anchor, n.ratio
 FROM _dedup_run AS r,
-     near_dups_among('_dedup_near_copy', '_dedup_lsh_bands', r.threshold,
-                     r.lsh_election, r.measure_spec) AS n
+     _dedup_incremental AS k,
+     near_dups_among('_dedup_near_copy',
+                     CASE k.kind WHEN 'full' THEN '_dedup_lsh_keys' ELSE '_dedup_lsh_bands' END,
+                     r.threshold, r.lsh_election, r.measure_spec) AS n
 WHERE r.near_mode = 'lsh';
 -- (Emptied, not dropped: a plan may run under a statement that reads, as
 -- dedup_similar's table form does, and SQLite drops no table then.)

@@ -157,10 +157,26 @@ def run_lsh(tmp_path, **settings):
     conn = P.connect(P.copy_corpus(tmp_path))
     P.set_settings(conn, near_mode="lsh", **settings)
     seen = {}
-    P.run_phases(conn, before={"05_domains.sql": lambda c: seen.update(
-        pairs=set(c.execute("SELECT DISTINCT x.id, y.id FROM _dedup_lsh_bands AS x JOIN _dedup_lsh_bands AS y "
-                            "ON y.band = x.band AND y.key = x.key AND y.id > x.id")))})
+    P.run_phases(conn, before={"05_domains.sql": lambda c: seen.update(pairs=key_pairs(band_rows(c)))})
     return conn, seen["pairs"]
+
+
+def band_rows(c):
+    """(band, key, id) of every row phase 4 gave keys: a full run's lsh_keys
+    blobs (8 little-endian bytes a band) unpacked here, and band rows."""
+    rows = list(c.execute("SELECT band, key, id FROM temp._dedup_lsh_bands"))
+    for rid, blob in c.execute("SELECT id, keys FROM temp._dedup_lsh_keys WHERE keys IS NOT NULL"):
+        rows += [(band, int.from_bytes(blob[8 * band:8 * band + 8], "little", signed=True), rid)
+                 for band in range(len(blob) // 8)]
+    return rows
+
+
+def key_pairs(rows):
+    """The pairs (smaller id first) of ids that share a band and key."""
+    groups = {}
+    for band, key, rid in rows:
+        groups.setdefault((band, key), set()).add(rid)
+    return {(x, y) for ids in groups.values() for x in ids for y in ids if x < y}
 
 
 def near_removed(conn, run=1):
@@ -449,12 +465,13 @@ def test_lsh_shingling_is_a_setting_the_phase_scripts_read(tmp_path):
     for kind, size in [("word", 3), ("char", 5)]:
         settings = json.dumps({"near_mode": "lsh", "lsh_shingles": kind, "lsh_shingle_size": size})
         conn.execute("SELECT dedup_plan(?)", (settings,)).fetchone()
-        keys = conn.execute("SELECT count(*) FROM temp._dedup_lsh_bands").fetchone()[0]
+        keys = set(band_rows(conn))
         for other_kind, other_size in [("word", 3), ("char", 5)]:
-            counts[(kind, size, other_kind, other_size)] = conn.execute(
-                """SELECT count(*) FROM temp._dedup_lsh_bands AS b JOIN temp._dedup_near_texts AS t ON t.id = b.id
-                   JOIN lsh_bands(minhash(t.text, 128, ?, ?), 32, 4) AS k ON k.band = b.band AND k.key = b.key""",
-                (other_kind, other_size)).fetchone()[0]
+            counts[(kind, size, other_kind, other_size)] = len(keys & set(conn.execute(
+                """SELECT k.band, k.key, t.id FROM temp._dedup_near_texts AS t
+                   JOIN lsh_bands(minhash(t.text, 128, ?, ?), 32, 4) AS k""",
+                (other_kind, other_size))))
+        keys = len(keys)
         assert keys > 1000
         assert counts[(kind, size, kind, size)] == keys
     assert counts[("word", 3, "char", 5)] < keys / 10 and counts[("char", 5, "word", 3)] < keys / 10
@@ -470,13 +487,13 @@ def test_lsh_shingling_is_a_setting_the_phase_scripts_read(tmp_path):
     # lsh_sketch = 'oph': the band keys are minhash_oph's, not minhash's.
     conn.execute("SELECT dedup_restore()").fetchone()
     conn.execute("SELECT dedup_plan('{\"near_mode\": \"lsh\", \"lsh_sketch\": \"oph\"}')").fetchone()
-    keys = conn.execute("SELECT count(*) FROM temp._dedup_lsh_bands").fetchone()[0]
+    keys = set(band_rows(conn))
     agree = {}
     for function in ("minhash_oph", "minhash"):
-        agree[function] = conn.execute(
-            f"""SELECT count(*) FROM temp._dedup_lsh_bands AS b JOIN temp._dedup_near_texts AS t ON t.id = b.id
-                JOIN lsh_bands({function}(t.text, 128, 'char', 5), 32, 4) AS k ON k.band = b.band AND k.key = b.key"""
-        ).fetchone()[0]
+        agree[function] = len(keys & set(conn.execute(
+            f"""SELECT k.band, k.key, t.id FROM temp._dedup_near_texts AS t
+                JOIN lsh_bands({function}(t.text, 128, 'char', 5), 32, 4) AS k""")))
+    keys = len(keys)
     assert keys > 1000 and agree["minhash_oph"] == keys and agree["minhash"] < keys / 10, (keys, agree)
     with pytest.raises(sqlite3.OperationalError, match=r"lsh_sketch must be 'minhash' .* or 'oph' .*, got 'bbit'"):
         conn.execute("SELECT dedup_plan('{\"lsh_sketch\": \"bbit\"}')").fetchone()

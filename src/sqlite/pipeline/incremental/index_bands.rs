@@ -5,7 +5,9 @@
 //!
 //! `main.dedup_index_bands(band, key, rid)` holds them by band and key, and
 //! `dedup_index.bands` the same keys of the row packed (`PackKeys`). The
-//! keys come from phase 4's `temp._dedup_lsh_bands` (window mode: none).
+//! keys come from phase 4: a full run's `temp._dedup_lsh_keys` (each row's
+//! `lsh_keys` blob), an incremental run's `temp._dedup_lsh_bands` (band
+//! rows); window mode has none.
 //!
 //! The entries of a row that leaves (deleted or edited by the user,
 //! removed now) are not deleted at once: each lands on another page of a
@@ -23,7 +25,7 @@ use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::sqlite::ground::error::DedupError;
+use crate::sqlite::ground::error::{Code, DedupError};
 
 /// The aggregate that packs a row's band keys.
 const PACK: &str = "dedup_pack_keys";
@@ -112,19 +114,44 @@ pub fn register(db: &Connection) -> rusqlite::Result<()> {
 /// incremental run (the last run's keep theirs; of those, phase 4 has only
 /// the keys a new row shares).
 pub fn collect(db: &Connection, incremental: bool) -> Result<(), DedupError> {
-    let which = if incremental {
-        "AND id IN (SELECT rid FROM temp._dedup_dirty)"
-    } else {
-        ""
-    };
-    db.execute_batch(&format!(
+    db.execute_batch(
         "DROP TABLE IF EXISTS temp._dedup_band_blobs;
-         CREATE TEMP TABLE _dedup_band_blobs (rid INTEGER PRIMARY KEY, bands BLOB);
-         INSERT INTO temp._dedup_band_blobs
-         SELECT id, {PACK}(band, key) FROM temp._dedup_lsh_bands
-         WHERE id NOT IN (SELECT source_rowid FROM temp._dedup_removal) {which}
-         GROUP BY id;"
-    ))?;
+         CREATE TEMP TABLE _dedup_band_blobs (rid INTEGER PRIMARY KEY, bands BLOB);",
+    )?;
+    if incremental {
+        db.execute_batch(&format!(
+            "INSERT INTO temp._dedup_band_blobs
+             SELECT id, {PACK}(band, key) FROM temp._dedup_lsh_bands
+             WHERE id NOT IN (SELECT source_rowid FROM temp._dedup_removal)
+               AND id IN (SELECT rid FROM temp._dedup_dirty)
+             GROUP BY id;"
+        ))?;
+        return Ok(());
+    }
+    // A full run: each row's lsh_keys blob, band i the i-th key, packed as
+    // PackKeys packs them (ascending by band, then key: band order).
+    let mut read = db.prepare(
+        "SELECT id, keys FROM temp._dedup_lsh_keys
+         WHERE keys IS NOT NULL AND id NOT IN (SELECT source_rowid FROM temp._dedup_removal)",
+    )?;
+    let mut insert = db.prepare("INSERT INTO temp._dedup_band_blobs VALUES (?1, ?2)")?;
+    let mut rows = read.query([])?;
+    let mut packed = Vec::new();
+    while let Some(row) = rows.next()? {
+        let id: i64 = row.get(0)?;
+        let ValueRef::Blob(blob) = row.get_ref(1)? else {
+            continue;
+        };
+        let keys = crate::core::band_keys::unpack(blob).map_err(|e| {
+            DedupError::new(Code::Internal, format!("_dedup_lsh_keys at id {id}: {e}"))
+        })?;
+        packed.clear();
+        for (band, key) in keys.enumerate() {
+            packed.extend((band as u32).to_le_bytes());
+            packed.extend(key.to_le_bytes());
+        }
+        insert.execute(rusqlite::params![id, packed])?;
+    }
     Ok(())
 }
 
@@ -175,13 +202,24 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
         )?;
     }
     crate::sqlite::ground::trace::lap("index: band keys of the rows that left", &mut step);
-    // (Sorted: appended in the b-tree's order.)
-    db.execute_batch(
-        "INSERT OR IGNORE INTO main.dedup_index_bands
-         SELECT band, key, id FROM temp._dedup_lsh_bands
-         WHERE id IN (SELECT rid FROM temp._dedup_band_blobs)
-         ORDER BY 1, 2, 3;",
-    )?;
+    // The collected rows' keys, sorted: appended in the b-tree's order.
+    let mut entries: Vec<(i64, i64, i64)> = Vec::new();
+    {
+        let mut stmt = db.prepare("SELECT rid, bands FROM temp._dedup_band_blobs")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let rid: i64 = r.get(0)?;
+            if let ValueRef::Blob(blob) = r.get_ref(1)? {
+                entries.extend(unpack(blob).map(|(band, key)| (band, key, rid)));
+            }
+        }
+    }
+    entries.sort_unstable();
+    let mut insert =
+        db.prepare("INSERT OR IGNORE INTO main.dedup_index_bands VALUES (?1, ?2, ?3)")?;
+    for (band, key, rid) in entries {
+        insert.execute([band, key, rid])?;
+    }
     Ok(())
 }
 

@@ -16,7 +16,7 @@ use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema::{self, Source};
 
 /// Every temp object a plan leaves, dropped once it is applied.
-pub const TEMP_OBJECTS: [(&str, &str); 72] = [
+pub const TEMP_OBJECTS: [(&str, &str); 73] = [
     ("TABLE", "_dedup_paragraphs_decided"),
     ("TABLE", "_dedup_paragraph_texts"),
     ("TABLE", "_dedup_paragraph_keys"),
@@ -74,6 +74,7 @@ pub const TEMP_OBJECTS: [(&str, &str); 72] = [
     ("TABLE", "_dedup_domain_counts"),
     ("TABLE", "_dedup_near_removed"),
     ("TABLE", "_dedup_lsh_bands"),
+    ("TABLE", "_dedup_lsh_keys"),
     ("TABLE", "_dedup_near_copy"),
     ("VIEW", "_dedup_near_texts"),
     ("TABLE", "_dedup_chrome"),
