@@ -117,11 +117,7 @@ impl Scan for PairScan {
                 election,
             )?
         } else {
-            let keys = if keyed {
-                read_keys(db, &pairs, &input, &index)?
-            } else {
-                read_packed_keys(db, &pairs, &input, &index)?
-            };
+            let keys = read_keys(db, &pairs, &input, &index, !keyed)?;
             let candidates = SkipSettled::new(keys, settled);
             scan(
                 db,
@@ -280,9 +276,16 @@ fn finder<'a>(
     }
 }
 
-/// An empty [`SharedKeysBuilder`] over the input's rows, or an error when
-/// they are too many to number.
-fn keys_builder(index: &HashMap<i64, usize>) -> Result<SharedKeysBuilder> {
+/// Rows grouped by the (band, key) they carry: rows (`band`, `key`,
+/// `id`), or with `packed` rows (`id`, `keys`) of `lsh_keys` blobs (band
+/// `i` is the `i`-th key; a NULL blob carries none).
+fn read_keys(
+    db: &Connection,
+    keys: &str,
+    input: &str,
+    index: &HashMap<i64, usize>,
+    packed: bool,
+) -> Result<SharedKeys> {
     if index.len() >= u32::MAX as usize {
         return Err(module_error(
             NAME,
@@ -290,44 +293,20 @@ fn keys_builder(index: &HashMap<i64, usize>) -> Result<SharedKeysBuilder> {
             &format!("{} rows", index.len()),
         ));
     }
-    Ok(SharedKeysBuilder::new(index.len()))
-}
-
-/// Rows grouped by the (`band`, `key`) they carry.
-fn read_keys(
-    db: &Connection,
-    keys: &str,
-    input: &str,
-    index: &HashMap<i64, usize>,
-) -> Result<SharedKeys> {
-    let mut out = keys_builder(index)?;
-    let sql = format!("SELECT band, key, id FROM {}", quote_ident(keys));
+    let mut out = SharedKeysBuilder::new(index.len());
+    let columns = if packed { "id, keys" } else { "band, key, id" };
+    let sql = format!("SELECT {columns} FROM {}", quote_ident(keys));
     let mut stmt = db.prepare(&sql)?;
     let mut query = stmt.query([])?;
     let find = finder(index, keys, input);
     while let Some(row) = query.next()? {
-        let band = integer(row, 0, "band", keys)?;
-        let key = integer(row, 1, "key", keys)?;
-        let id = integer(row, 2, "id", keys)?;
-        out.add(band, key, find(id)?);
-    }
-    Ok(out.finish())
-}
-
-/// Rows grouped by the (band, key) they carry, from blobs of `lsh_keys`
-/// (band `i` is the `i`-th key; a NULL blob carries none).
-fn read_packed_keys(
-    db: &Connection,
-    keys: &str,
-    input: &str,
-    index: &HashMap<i64, usize>,
-) -> Result<SharedKeys> {
-    let mut out = keys_builder(index)?;
-    let sql = format!("SELECT id, keys FROM {}", quote_ident(keys));
-    let mut stmt = db.prepare(&sql)?;
-    let mut query = stmt.query([])?;
-    let find = finder(index, keys, input);
-    while let Some(row) = query.next()? {
+        if !packed {
+            let band = integer(row, 0, "band", keys)?;
+            let key = integer(row, 1, "key", keys)?;
+            let id = integer(row, 2, "id", keys)?;
+            out.add(band, key, find(id)?);
+            continue;
+        }
         let id = integer(row, 0, "id", keys)?;
         let blob = match row.get_ref(1)? {
             ValueRef::Null => continue,
