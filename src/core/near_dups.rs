@@ -474,6 +474,41 @@ pub(super) fn verify<'t>(
     Ok(near)
 }
 
+/// The kernel's outcome on each of an anchor's pairs (the other text, and
+/// the largest indel distance still above the threshold, as [`verify`]
+/// takes them under Levenshtein), in order, on this thread: for a caller
+/// that compares many anchors at once and tallies later ([`verified`]).
+pub(super) fn compare_each<'t>(
+    anchor: &Text,
+    pairs: impl Iterator<Item = (&'t Text, usize)>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<Compared>, Halt> {
+    let a = anchor.query()?;
+    pairs
+        .map(|(b, max)| a.compare_or_halt(&b.code_points(), max, stop))
+        .collect()
+}
+
+/// What [`verify`] returns and counts, from the outcomes [`compare_each`]
+/// found for the same candidates.
+pub(super) fn verified(
+    candidates: &[(usize, usize, usize)],
+    outcomes: &[Compared],
+    stats: &mut ScanStats,
+) -> Vec<(usize, f64)> {
+    stats.levenshtein += candidates.len() as u64;
+    let mut near = Vec::new();
+    for (&(j, total, _), outcome) in candidates.iter().zip(outcomes) {
+        match *outcome {
+            Compared::Within(d) => near.push((j, ratio_from_distance(d, total))),
+            Compared::Beyond => {}
+            Compared::TooLong => stats.too_long += 1,
+        }
+    }
+    stats.matches += near.len() as u64;
+    near
+}
+
 /// Elects the group of `anchor` and its `near` rows (key, ratio with the
 /// anchor): the best row (lowest rank, then earliest position; `member`
 /// gives a key's id, rank and position) survives, the others are recorded

@@ -13,21 +13,16 @@
 //! over candidate pairs; the direct one is this project's (each removal's
 //! survivor is verified near it).
 
-use std::collections::HashMap;
-
 use crate::core::candidates::Candidates;
 use crate::core::halt::Halt;
 use crate::core::measure::Measure;
-use crate::core::near_dups::{elect, verify, within_bounds, Profile, Removal, ScanStats, Text};
-
-/// What the pair scan knows of a row.
-enum Known {
-    Unread,
-    Placeholder,
-    Live(Box<Profile>),
-    /// Behind the scan or removed: never compared again.
-    Passed,
-}
+use crate::core::near_dups::{
+    elect, verified, verify, within_bounds, Profile, Removal, ScanStats, Text,
+};
+use crate::core::pair_ahead::{look_ahead, Ahead, LookAhead, Pending, ScanState, CHUNK_ANCHORS};
+use crate::core::pair_texts::{read_profile, Known, TextCache};
+use crate::core::pools::pool;
+use crate::core::workers::Workers;
 
 /// Runs the same election over candidate pairs instead of a window: `rows`
 /// (`id`, `rank`) are in scan order and each live row is compared with the
@@ -116,6 +111,30 @@ pub fn election_order(rows: &[(i64, i64)]) -> Vec<usize> {
 /// when its measure is above the threshold.
 pub fn scan_pairs_with<E: From<Halt>>(
     rows: &[(i64, i64)],
+    candidates: impl Candidates,
+    near: (f64, &Measure),
+    election: Election,
+    text: impl FnMut(usize) -> Result<Option<String>, E>,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<(Vec<Removal>, ScanStats), E> {
+    // (Under Levenshtein, with threads to spare: the verdicts of each chunk
+    // of anchors found on them first, see crate::core::pair_ahead.)
+    let spare = pool().map_or(0, |p| p.current_num_threads().saturating_sub(1));
+    let workers = match near.1 {
+        Measure::Levenshtein if spare > 0 => Workers::start(spare),
+        _ => None,
+    };
+    let ahead = workers.as_ref().map(|workers| LookAhead {
+        workers,
+        anchors: CHUNK_ANCHORS,
+    });
+    scan_pairs_on(ahead, rows, candidates, near, election, text, poll)
+}
+
+/// [`scan_pairs_with`], looking ahead on a pool or not: the same results.
+fn scan_pairs_on<E: From<Halt>>(
+    look: Option<LookAhead<'_>>,
+    rows: &[(i64, i64)],
     mut candidates: impl Candidates,
     (threshold, measure): (f64, &Measure),
     election: Election,
@@ -140,24 +159,79 @@ pub fn scan_pairs_with<E: From<Halt>>(
     // Texts read for this group and kept for the next ones, by row index.
     let mut texts = TextCache::default();
     let mut later = Vec::new();
+    let mut ahead: Option<Ahead> = None;
+    let mut next: Option<Pending> = None;
+    let mut threats = vec![0; if look.is_some() { rows.len() } else { 0 }];
     for i in 0..rows.len() {
         if i > 0 {
             // No later anchor compares an earlier row: its profile and text go.
             known[i - 1] = Known::Passed;
             texts.remove(i - 1);
         }
+        if let Some(look) = look.filter(|_| ahead.as_ref().is_none_or(|a| i >= a.end)) {
+            // This chunk: the one the pool compares already, or one looked
+            // at now; then the next, looked at while the pool compares.
+            // (The chunks' texts stay until the scan passes them.)
+            let chunk = (threshold, measure);
+            let this = match next.take() {
+                Some(pending) => pending,
+                None => {
+                    texts.trim();
+                    let state = ScanState {
+                        alive: &mut alive,
+                        known: &mut known,
+                        texts: &mut texts,
+                        threats: &mut threats,
+                    };
+                    look_ahead(
+                        look,
+                        (i, i, rows.len()),
+                        &mut candidates,
+                        state,
+                        &mut text,
+                        chunk,
+                    )?
+                }
+            };
+            if this.end() < rows.len() {
+                texts.trim();
+                let state = ScanState {
+                    alive: &mut alive,
+                    known: &mut known,
+                    texts: &mut texts,
+                    threats: &mut threats,
+                };
+                let after = (i, this.end(), rows.len());
+                next = Some(look_ahead(
+                    look,
+                    after,
+                    &mut candidates,
+                    state,
+                    &mut text,
+                    chunk,
+                )?);
+            }
+            ahead = Some(this.wait(poll)?);
+        }
         if !alive[i] {
             continue;
         }
-        later.clear();
-        candidates.later(i, &mut later);
-        later.sort_unstable();
-        later.dedup();
+        match &mut ahead {
+            Some(chunk) => later = chunk.take_later(i),
+            None => {
+                later.clear();
+                candidates.later(i, &mut later);
+                later.sort_unstable();
+                later.dedup();
+            }
+        }
         later.retain(|&j| alive[j]);
         if later.is_empty() {
             continue;
         }
-        texts.trim();
+        if ahead.is_none() {
+            texts.trim();
+        }
         if !read_profile(i, &mut known, &mut texts, &mut text, measure)? {
             alive[i] = false;
             continue;
@@ -185,14 +259,18 @@ pub fn scan_pairs_with<E: From<Halt>>(
                 texts.insert(k, Text::measured(text(k)?.unwrap_or_default(), measure)?);
             }
         }
-        let near = verify(
-            texts.get(i),
-            &candidates,
-            |j| texts.get(j),
-            threshold,
-            &mut stats,
-            poll,
-        )?;
+        let found = ahead.as_ref().and_then(|a| a.outcomes(i, &candidates));
+        let near = match found {
+            Some(outcomes) => verified(&candidates, &outcomes, &mut stats),
+            None => verify(
+                texts.get(i),
+                &candidates,
+                |j| texts.get(j),
+                threshold,
+                &mut stats,
+                poll,
+            )?,
+        };
         let member = |k: usize| (rows[k].0, rows[k].1, k as u64);
         let gone = match election {
             Election::Chain => elect(i, &near, member, &mut removed),
@@ -305,74 +383,6 @@ fn elect_direct(
         }
     }
     Ok(out)
-}
-
-/// Bytes of text the pair scan keeps between groups.
-const TEXT_CACHE_BYTES: usize = 64 << 20;
-
-/// Texts of rows ahead of the pair scan, kept while they fit in
-/// [`TEXT_CACHE_BYTES`]: a row read for its profile or compared with one
-/// anchor is often compared with later anchors of its group of near-copies
-/// (on 100k pages: 46k reads instead of 144k).
-#[derive(Default)]
-struct TextCache {
-    texts: HashMap<usize, Text>,
-    bytes: usize,
-}
-
-impl TextCache {
-    fn has(&self, k: usize) -> bool {
-        self.texts.contains_key(&k)
-    }
-
-    fn get(&self, k: usize) -> &Text {
-        &self.texts[&k]
-    }
-
-    fn insert(&mut self, k: usize, text: Text) {
-        self.bytes += text.bytes();
-        if let Some(old) = self.texts.insert(k, text) {
-            self.bytes -= old.bytes();
-        }
-    }
-
-    fn remove(&mut self, k: usize) {
-        if let Some(old) = self.texts.remove(&k) {
-            self.bytes -= old.bytes();
-        }
-    }
-
-    /// Empties the cache when it holds more than its budget (between
-    /// groups: one group's texts may exceed it).
-    fn trim(&mut self) {
-        if self.bytes > TEXT_CACHE_BYTES {
-            self.texts.clear();
-            self.bytes = 0;
-        }
-    }
-}
-
-/// Reads row `k`'s profile if it is not known yet, keeping its text in
-/// `texts` for the group. False for a placeholder.
-fn read_profile<E: From<Halt>>(
-    k: usize,
-    known: &mut [Known],
-    texts: &mut TextCache,
-    text: &mut impl FnMut(usize) -> Result<Option<String>, E>,
-    measure: &Measure,
-) -> Result<bool, E> {
-    if let Known::Unread = known[k] {
-        known[k] = match text(k)? {
-            Some(t) => {
-                let t = Text::measured(t, measure)?;
-                let profile = Profile::new(&t, None);
-                texts.insert(k, t);
-                Known::Live(Box::new(profile))
-            }
-            None => Known::Placeholder,
-        };
-    }
-    Ok(matches!(known[k], Known::Live(_)))
 }
 
 #[cfg(test)]
@@ -621,5 +631,117 @@ mod tests {
                 prop_assert!(ratio > threshold && ratio == r.ratio, "{:?} {} {}", r, ratio, threshold);
             }
         }
+    }
+
+    /// A scan with look-ahead on `workers`, chunks of `anchors` anchors.
+    fn scan_ahead_on(
+        workers: &Workers,
+        anchors: usize,
+        texts: &[Option<String>],
+        ranks: &[i64],
+        pairs: &[(usize, usize)],
+        threshold: f64,
+        election: Election,
+    ) -> Result<(Vec<Removal>, ScanStats), Halt> {
+        let rows: Vec<(i64, i64)> = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (i as i64 + 1, r))
+            .collect();
+        let look = Some(LookAhead { workers, anchors });
+        scan_pairs_on(
+            look,
+            &rows,
+            candidates(texts.len(), pairs),
+            (threshold, &Measure::Levenshtein),
+            election,
+            |k| Ok::<_, Halt>(texts[k].clone()),
+            &mut || false,
+        )
+    }
+
+    proptest! {
+        /// The look-ahead gives the sequential scan's removals and counts,
+        /// whatever the chunk (one anchor to all of them), with both
+        /// elections, placeholders among the rows and candidates repeated.
+        #[test]
+        fn the_look_ahead_gives_the_sequential_scan(
+            rows in proptest::collection::vec((proptest::option::weighted(0.9, "[ab]{0,3}[a-c]{0,8}"), 0i64..4), 0..24),
+            pairs in proptest::collection::vec((0usize..24, 0usize..24), 0..80),
+            threshold in prop_oneof![Just(0.5), Just(0.6), Just(0.75), Just(0.9)],
+            anchors in 1usize..6,
+            direct in any::<bool>(),
+        ) {
+            let n = rows.len();
+            let texts: Vec<Option<String>> = rows.iter().map(|(t, _)| t.clone()).collect();
+            let ranks: Vec<i64> = rows.iter().map(|(_, r)| *r).collect();
+            let pairs: Vec<(usize, usize)> = pairs.into_iter().filter(|&(a, b)| a < n && b < n && a != b).collect();
+            let election = if direct { Election::Direct } else { Election::Chain };
+            let rows_: Vec<(i64, i64)> = ranks.iter().enumerate().map(|(i, &r)| (i as i64 + 1, r)).collect();
+            let sequential = scan_pairs_on(
+                None,
+                &rows_,
+                candidates(n, &pairs),
+                (threshold, &Measure::Levenshtein),
+                election,
+                |k| Ok::<_, Halt>(texts[k].clone()),
+                &mut || false,
+            )
+            .unwrap();
+            let workers = Workers::start(2).unwrap();
+            let ahead = scan_ahead_on(&workers, anchors, &texts, &ranks, &pairs, threshold, election).unwrap();
+            prop_assert_eq!(ahead, sequential);
+        }
+    }
+
+    #[test]
+    fn the_look_ahead_stops_when_asked_and_passes_read_errors_on() {
+        let workers = Workers::start(2).unwrap();
+        let texts: Vec<String> = (0..40).map(|i| format!("page {} text", i % 4)).collect();
+        let rows: Vec<(i64, i64)> = (0..40).map(|i| (i + 1, 0)).collect();
+        let pairs: Vec<(usize, usize)> = (0..39).map(|i| (i, i + 1)).collect();
+        let look = Some(LookAhead {
+            workers: &workers,
+            anchors: 4,
+        });
+        let near = (0.5, &Measure::Levenshtein);
+        // Asked to stop: stopped, with nothing returned.
+        let stopped = scan_pairs_on(
+            look,
+            &rows,
+            candidates(40, &pairs),
+            near,
+            Election::Chain,
+            |k| Ok::<_, Halt>(Some(texts[k].clone())),
+            &mut || true,
+        );
+        assert!(matches!(stopped, Err(Halt::Stopped)));
+        // A read that fails, in a chunk looked at ahead: its error.
+        #[derive(Debug, PartialEq)]
+        enum ReadError {
+            Halted,
+            Failed(usize),
+        }
+        impl From<Halt> for ReadError {
+            fn from(_: Halt) -> Self {
+                ReadError::Halted
+            }
+        }
+        let failed = scan_pairs_on(
+            look,
+            &rows,
+            candidates(40, &pairs),
+            near,
+            Election::Chain,
+            |k| {
+                if k == 9 {
+                    Err(ReadError::Failed(k))
+                } else {
+                    Ok(Some(texts[k].clone()))
+                }
+            },
+            &mut || false,
+        );
+        assert_eq!(failed.unwrap_err(), ReadError::Failed(9));
     }
 }

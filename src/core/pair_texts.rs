@@ -1,0 +1,104 @@
+//! What the pair scan holds of the rows ahead of it: each row's profile
+//! once read ([`Known`]) and their texts, kept between groups while they
+//! fit ([`TextCache`]). Shared by the scan ([`crate::core::pair_scan`]) and
+//! its look-ahead ([`crate::core::pair_ahead`]).
+//!
+//! Cost: a profile per row read and not yet passed; texts up to
+//! [`TEXT_CACHE_BYTES`] between groups.
+//!
+//! Reference: the window scan's rows ([`crate::core::near_dups`]), whose
+//! profiles (length and character histogram) these are.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::core::halt::Halt;
+use crate::core::measure::Measure;
+use crate::core::near_dups::{Profile, Text};
+
+/// What the pair scan knows of a row.
+pub(super) enum Known {
+    Unread,
+    Placeholder,
+    Live(Box<Profile>),
+    /// Behind the scan or removed: never compared again.
+    Passed,
+}
+
+/// Bytes of text the pair scan keeps between groups.
+pub(super) const TEXT_CACHE_BYTES: usize = 64 << 20;
+
+/// Texts of rows ahead of the pair scan, kept while they fit in
+/// [`TEXT_CACHE_BYTES`]: a row read for its profile or compared with one
+/// anchor is often compared with later anchors of its group of near-copies
+/// (on 100k pages: 46k reads instead of 144k).
+#[derive(Default)]
+pub(super) struct TextCache {
+    texts: HashMap<usize, Arc<Text>>,
+    bytes: usize,
+}
+
+impl TextCache {
+    pub(super) fn has(&self, k: usize) -> bool {
+        self.texts.contains_key(&k)
+    }
+
+    /// Memory held by the texts, in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub(super) fn get(&self, k: usize) -> &Text {
+        &self.texts[&k]
+    }
+
+    /// Row `k`'s text, shared (for work that outlives a borrow).
+    pub(super) fn shared(&self, k: usize) -> Arc<Text> {
+        Arc::clone(&self.texts[&k])
+    }
+
+    pub(super) fn insert(&mut self, k: usize, text: Text) {
+        self.bytes += text.bytes();
+        if let Some(old) = self.texts.insert(k, Arc::new(text)) {
+            self.bytes -= old.bytes();
+        }
+    }
+
+    pub(super) fn remove(&mut self, k: usize) {
+        if let Some(old) = self.texts.remove(&k) {
+            self.bytes -= old.bytes();
+        }
+    }
+
+    /// Empties the cache when it holds more than its budget (between
+    /// groups: one group's texts may exceed it).
+    pub(super) fn trim(&mut self) {
+        if self.bytes > TEXT_CACHE_BYTES {
+            self.texts.clear();
+            self.bytes = 0;
+        }
+    }
+}
+
+/// Reads row `k`'s profile if it is not known yet, keeping its text in
+/// `texts` for the group. False for a placeholder.
+pub(super) fn read_profile<E: From<Halt>>(
+    k: usize,
+    known: &mut [Known],
+    texts: &mut TextCache,
+    text: &mut impl FnMut(usize) -> Result<Option<String>, E>,
+    measure: &Measure,
+) -> Result<bool, E> {
+    if let Known::Unread = known[k] {
+        known[k] = match text(k)? {
+            Some(t) => {
+                let t = Text::measured(t, measure)?;
+                let profile = Profile::new(&t, None);
+                texts.insert(k, t);
+                Known::Live(Box::new(profile))
+            }
+            None => Known::Placeholder,
+        };
+    }
+    Ok(matches!(known[k], Known::Live(_)))
+}
