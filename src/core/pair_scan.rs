@@ -131,7 +131,8 @@ pub fn scan_pairs_with<E: From<Halt>>(
     scan_pairs_on(ahead, rows, candidates, near, election, text, poll)
 }
 
-/// [`scan_pairs_with`], looking ahead on a pool or not: the same results.
+/// [`scan_pairs_with`], looking ahead on `look`'s workers or not: the same
+/// results.
 fn scan_pairs_on<E: From<Halt>>(
     look: Option<LookAhead<'_>>,
     rows: &[(i64, i64)],
@@ -169,8 +170,8 @@ fn scan_pairs_on<E: From<Halt>>(
             texts.remove(i - 1);
         }
         if let Some(look) = look.filter(|_| ahead.as_ref().is_none_or(|a| i >= a.end)) {
-            // This chunk: the one the pool compares already, or one looked
-            // at now; then the next, looked at while the pool compares.
+            // This chunk: the one the workers compare already, or one looked
+            // at now; then the next, looked at while the workers compare.
             // (The chunks' texts stay until the scan passes them.)
             let chunk = (threshold, measure);
             let this = match next.take() {
