@@ -41,8 +41,8 @@ use std::time::Duration;
 use crate::core::candidates::Candidates;
 use crate::core::halt::Halt;
 use crate::core::measure::Measure;
-use crate::core::near_dups::{compare_each, within_bounds, ScanStats, Text};
-use crate::core::pair_texts::{read_profile, Known, TextCache, TEXT_CACHE_BYTES};
+use crate::core::near_dups::{compare_each, ScanStats, Text};
+use crate::core::pair_texts::{bounded_pairs, Held, TextCache, TEXT_CACHE_BYTES};
 use crate::core::parallel::polling;
 use crate::core::similarity::Compared;
 use crate::core::workers::Workers;
@@ -97,13 +97,11 @@ impl Ahead {
     }
 }
 
-/// The scan's state the look-ahead reads and fills: which rows are live,
-/// their profiles, the text cache, and for each row the last anchor looked
-/// at that may remove it (plus one; 0 for none).
+/// The scan's state the look-ahead reads and fills: the rows it holds, and
+/// for each row the last anchor looked at that may remove it (plus one; 0
+/// for none).
 pub(super) struct ScanState<'s> {
-    pub(super) alive: &'s mut [bool],
-    pub(super) known: &'s mut [Known],
-    pub(super) texts: &'s mut TextCache,
+    pub(super) held: Held<'s>,
     pub(super) threats: &'s mut [usize],
 }
 
@@ -224,9 +222,11 @@ pub(super) fn look_ahead<E: From<Halt>>(
     (threshold, measure): (f64, &Measure),
 ) -> Result<Pending, E> {
     let ScanState {
-        alive,
-        known,
-        texts,
+        held: Held {
+            alive,
+            known,
+            texts,
+        },
         threats,
     } = state;
     let budget = texts.bytes() + TEXT_CACHE_BYTES;
@@ -250,23 +250,15 @@ pub(super) fn look_ahead<E: From<Halt>>(
         if live.is_empty() {
             continue;
         }
-        if !read_profile(i, known, texts, text, measure)? {
-            alive[i] = false;
+        let held = Held {
+            alive: &mut *alive,
+            known: &mut *known,
+            texts: &mut *texts,
+        };
+        let near = (threshold, measure);
+        let Some(pairs) = bounded_pairs(i, &live, held, text, near, &mut uncounted)? else {
             continue;
-        }
-        let mut pairs = Vec::new();
-        for j in live {
-            if !read_profile(j, known, texts, text, measure)? {
-                alive[j] = false;
-                continue;
-            }
-            let (Known::Live(a), Known::Live(b)) = (&known[i], &known[j]) else {
-                unreachable!("both rows were just read as live");
-            };
-            if let Some((total, max)) = within_bounds(a, b, threshold, &mut uncounted) {
-                pairs.push((j, total, max));
-            }
-        }
+        };
         let threatened = threats[i] > elected;
         for &(j, _, _) in &pairs {
             threats[j] = i + 1;

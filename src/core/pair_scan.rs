@@ -20,7 +20,7 @@ use crate::core::near_dups::{
     elect, verified, verify, within_bounds, Profile, Removal, ScanStats, Text,
 };
 use crate::core::pair_ahead::{look_ahead, Ahead, LookAhead, Pending, ScanState, CHUNK_ANCHORS};
-use crate::core::pair_texts::{read_profile, Known, TextCache};
+use crate::core::pair_texts::{bounded_pairs, Held, Known, TextCache};
 use crate::core::pools::pool;
 use crate::core::workers::Workers;
 
@@ -174,43 +174,26 @@ fn scan_pairs_on<E: From<Halt>>(
             // at now; then the next, looked at while the workers compare.
             // (The chunks' texts stay until the scan passes them.)
             let chunk = (threshold, measure);
-            let this = match next.take() {
-                Some(pending) => pending,
-                None => {
-                    texts.trim();
-                    let state = ScanState {
-                        alive: &mut alive,
-                        known: &mut known,
-                        texts: &mut texts,
-                        threats: &mut threats,
-                    };
-                    look_ahead(
-                        look,
-                        (i, i, rows.len()),
-                        &mut candidates,
-                        state,
-                        &mut text,
-                        chunk,
-                    )?
-                }
-            };
-            if this.end() < rows.len() {
+            let mut look_at = |start: usize| {
                 texts.trim();
-                let state = ScanState {
+                let held = Held {
                     alive: &mut alive,
                     known: &mut known,
                     texts: &mut texts,
+                };
+                let state = ScanState {
+                    held,
                     threats: &mut threats,
                 };
-                let after = (i, this.end(), rows.len());
-                next = Some(look_ahead(
-                    look,
-                    after,
-                    &mut candidates,
-                    state,
-                    &mut text,
-                    chunk,
-                )?);
+                let span = (i, start, rows.len());
+                look_ahead(look, span, &mut candidates, state, &mut text, chunk)
+            };
+            let this = match next.take() {
+                Some(pending) => pending,
+                None => look_at(i)?,
+            };
+            if this.end() < rows.len() {
+                next = Some(look_at(this.end())?);
             }
             ahead = Some(this.wait(poll)?);
         }
@@ -233,24 +216,15 @@ fn scan_pairs_on<E: From<Halt>>(
         if ahead.is_none() {
             texts.trim();
         }
-        if !read_profile(i, &mut known, &mut texts, &mut text, measure)? {
-            alive[i] = false;
+        let held = Held {
+            alive: &mut alive,
+            known: &mut known,
+            texts: &mut texts,
+        };
+        let near = (threshold, measure);
+        let Some(candidates) = bounded_pairs(i, &later, held, &mut text, near, &mut stats)? else {
             continue;
-        }
-        let mut candidates = Vec::new();
-        for &j in &later {
-            if !read_profile(j, &mut known, &mut texts, &mut text, measure)? {
-                alive[j] = false;
-                continue;
-            }
-            let (Known::Live(a), Known::Live(b)) = (&known[i], &known[j]) else {
-                unreachable!("both rows were just read as live");
-            };
-            // (A text the bounds reject stays cached: a later anchor may need it.)
-            if let Some((total, max)) = within_bounds(a, b, threshold, &mut stats) {
-                candidates.push((j, total, max));
-            }
-        }
+        };
         if candidates.is_empty() {
             continue;
         }

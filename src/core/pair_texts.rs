@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::core::halt::Halt;
 use crate::core::measure::Measure;
-use crate::core::near_dups::{Profile, Text};
+use crate::core::near_dups::{within_bounds, Profile, ScanStats, Text};
 
 /// What the pair scan knows of a row.
 pub(super) enum Known {
@@ -82,7 +82,7 @@ impl TextCache {
 
 /// Reads row `k`'s profile if it is not known yet, keeping its text in
 /// `texts` for the group. False for a placeholder.
-pub(super) fn read_profile<E: From<Halt>>(
+fn read_profile<E: From<Halt>>(
     k: usize,
     known: &mut [Known],
     texts: &mut TextCache,
@@ -101,4 +101,54 @@ pub(super) fn read_profile<E: From<Halt>>(
         };
     }
     Ok(matches!(known[k], Known::Live(_)))
+}
+
+/// The rows the pair scan holds: which are live, their profiles, their
+/// texts.
+pub(super) struct Held<'s> {
+    pub(super) alive: &'s mut [bool],
+    pub(super) known: &'s mut [Known],
+    pub(super) texts: &'s mut TextCache,
+}
+
+/// A pair to verify: the other row, the two texts' total length, the
+/// largest indel distance still above the threshold.
+pub(super) type Pair = (usize, usize, usize);
+
+/// Anchor `i`'s pairs `(j, total length, largest distance above the
+/// threshold)` with the rows of `later` that the exact bounds let through,
+/// counted in `stats`; each profile read through `text` if not known yet (a
+/// placeholder is no longer live). `None` when the anchor is a placeholder.
+pub(super) fn bounded_pairs<E: From<Halt>>(
+    i: usize,
+    later: &[usize],
+    held: Held<'_>,
+    text: &mut impl FnMut(usize) -> Result<Option<String>, E>,
+    (threshold, measure): (f64, &Measure),
+    stats: &mut ScanStats,
+) -> Result<Option<Vec<Pair>>, E> {
+    let Held {
+        alive,
+        known,
+        texts,
+    } = held;
+    if !read_profile(i, known, texts, text, measure)? {
+        alive[i] = false;
+        return Ok(None);
+    }
+    let mut pairs = Vec::new();
+    for &j in later {
+        if !read_profile(j, known, texts, text, measure)? {
+            alive[j] = false;
+            continue;
+        }
+        let (Known::Live(a), Known::Live(b)) = (&known[i], &known[j]) else {
+            unreachable!("both rows were just read as live");
+        };
+        // (A text the bounds reject stays cached: a later anchor may need it.)
+        if let Some((total, max)) = within_bounds(a, b, threshold, stats) {
+            pairs.push((j, total, max));
+        }
+    }
+    Ok(Some(pairs))
 }
