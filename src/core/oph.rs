@@ -49,39 +49,72 @@ pub fn signature_or_halt(
     k: usize,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Vec<u32>>, Halt> {
-    if hashes.is_empty() || k == 0 {
-        return Ok(None);
-    }
-    // (u64 so that "empty" is above every value: u32::MAX is a value.)
-    let mut bins = vec![u64::MAX; k];
+    let mut bins = Bins::new(k);
     for (n, part) in hashes.chunks(1 << 20).enumerate() {
         if n > 0 && stop() {
             return Err(Halt::Stopped);
         }
-        for &h in part {
-            let x = mix(h);
-            let bin = (((x >> 32) * k as u64) >> 32) as usize;
-            let value = x & 0xffff_ffff;
-            // (bin < k: the product of a 32-bit number and k, shifted by 32.)
-            let slot = &mut bins[bin];
-            if value < *slot {
-                *slot = value;
+        part.iter().for_each(|&h| bins.add(h));
+    }
+    Ok(bins.signature())
+}
+
+/// A signature being made: the `k` bins, each the smallest value of the
+/// shingle hashes added that fell into it.
+///
+/// ```
+/// use dedup::core::oph::{signature, Bins};
+/// let hashes = [3, 1, 4, 1, 5, 9, 2, 6];
+/// let mut bins = Bins::new(16);
+/// hashes.iter().for_each(|&h| bins.add(h));
+/// assert_eq!(bins.signature(), signature(&hashes, 16));
+/// assert_eq!(Bins::new(16).signature(), None);
+/// ```
+pub struct Bins {
+    /// (u64 so that "empty" is above every value: u32::MAX is a value.)
+    bins: Vec<u64>,
+}
+
+impl Bins {
+    /// `k` empty bins (`k` from 1).
+    pub fn new(k: usize) -> Self {
+        Bins {
+            bins: vec![u64::MAX; k],
+        }
+    }
+
+    /// One shingle hash in.
+    #[inline]
+    pub fn add(&mut self, h: u64) {
+        let x = mix(h);
+        let bin = (((x >> 32) * self.bins.len() as u64) >> 32) as usize;
+        let value = x & 0xffff_ffff;
+        // (bin < k: the product of a 32-bit number and k, shifted by 32.)
+        let slot = &mut self.bins[bin];
+        *slot = (*slot).min(value);
+    }
+
+    /// The signature, the empty bins densified; `None` when no hash was
+    /// added (or `k` is 0).
+    pub fn signature(self) -> Option<Vec<u32>> {
+        let k = self.bins.len();
+        if self.bins.iter().all(|&v| v == u64::MAX) {
+            return None;
+        }
+        let mut sig = vec![0u32; k];
+        for (i, v) in sig.iter_mut().enumerate() {
+            let mut value = self.bins[i];
+            let mut attempt = 0u64;
+            // Terminates: at least one bin is filled, and the probes reach
+            // every bin with probability one.
+            while value == u64::MAX {
+                value = self.bins[probe(i, attempt, k)];
+                attempt += 1;
             }
+            *v = value as u32;
         }
+        Some(sig)
     }
-    let mut sig = vec![0u32; k];
-    for (i, v) in sig.iter_mut().enumerate() {
-        let mut value = bins[i];
-        let mut attempt = 0u64;
-        // Terminates: at least one bin is filled, and the probes reach
-        // every bin with probability one.
-        while value == u64::MAX {
-            value = bins[probe(i, attempt, k)];
-            attempt += 1;
-        }
-        *v = value as u32;
-    }
-    Ok(Some(sig))
 }
 
 /// [`signature_or_halt`] that never stops.

@@ -247,10 +247,62 @@ pub(crate) fn combine(tokens: &[u64]) -> u64 {
 pub(crate) fn combine_iter(tokens: impl Iterator<Item = u64>) -> u64 {
     let mut h = FNV_OFFSET;
     for t in tokens {
-        h = (h ^ t).wrapping_mul(MIX);
-        h ^= h >> 29;
+        h = combine_step(h, t);
     }
     h
+}
+
+/// One value into a [`combine`] hash.
+#[inline(always)]
+const fn combine_step(h: u64, t: u64) -> u64 {
+    let h = (h ^ t).wrapping_mul(MIX);
+    h ^ (h >> 29)
+}
+
+/// [`combine`]'s state after a byte's value, for every byte.
+const FIRST_BYTE: [u64; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = combine_step(FNV_OFFSET, b as u64);
+        b += 1;
+    }
+    table
+};
+
+/// Calls `each` with the hash of every run of `n` consecutive bytes of
+/// `bytes` (1 <= `n` <= its length), in order: [`combine`] over the bytes'
+/// values, as a character shingle of ASCII text hashes. The common sizes
+/// are unrolled, and the first byte's step is a table's.
+pub(crate) fn each_byte_shingle(bytes: &[u8], n: usize, each: &mut impl FnMut(u64)) {
+    debug_assert!((1..=bytes.len()).contains(&n));
+    match n {
+        1 => byte_shingles::<1>(bytes, each),
+        2 => byte_shingles::<2>(bytes, each),
+        3 => byte_shingles::<3>(bytes, each),
+        4 => byte_shingles::<4>(bytes, each),
+        5 => byte_shingles::<5>(bytes, each),
+        6 => byte_shingles::<6>(bytes, each),
+        7 => byte_shingles::<7>(bytes, each),
+        8 => byte_shingles::<8>(bytes, each),
+        _ => {
+            for w in bytes.windows(n) {
+                each(combine_iter(w.iter().map(|&b| u64::from(b))));
+            }
+        }
+    }
+}
+
+/// [`each_byte_shingle`] for a size known when compiled.
+#[inline(always)]
+fn byte_shingles<const N: usize>(bytes: &[u8], each: &mut impl FnMut(u64)) {
+    for w in bytes.windows(N) {
+        let mut h = FIRST_BYTE[usize::from(w[0])];
+        for &b in &w[1..] {
+            h = combine_step(h, u64::from(b));
+        }
+        each(h);
+    }
 }
 
 #[cfg(test)]

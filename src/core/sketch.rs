@@ -16,7 +16,9 @@
 
 use crate::core::halt::{never, Halt};
 use crate::core::invalid::Invalid;
-use crate::core::shingles::{combine, combine_iter, token_hashes_or_halt, Stopwords};
+use crate::core::shingles::{
+    combine, combine_iter, each_byte_shingle, token_hashes_or_halt, Stopwords,
+};
 
 /// What a shingle is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,15 +112,11 @@ impl Shingling {
             }
             ShingleKind::Char if text.is_ascii() => {
                 let b = text.as_bytes();
-                if b.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let n = n.min(b.len());
-                stopping_collect(
-                    b.len() - n + 1,
-                    (0..=b.len() - n).map(|i| bytes_hash(&b[i..i + n])),
-                    stop,
-                )?
+                let mut v = Vec::new();
+                v.try_reserve_exact(b.len().saturating_sub(n.min(b.len())) + 1)
+                    .map_err(|_| Halt::OutOfMemory)?;
+                each_ascii_shingle(b, n, stop, &mut |h| v.push(h))?;
+                v
             }
             ShingleKind::Char => {
                 let count = text.chars().count();
@@ -132,7 +130,53 @@ impl Shingling {
             }
         })
     }
+
+    /// Calls `each` with each value [`Shingling::hashes_without`] gives,
+    /// in order, without holding them all (character shingles of ASCII text
+    /// are hashed as they are passed).
+    pub fn each_hash(
+        &self,
+        text: &str,
+        stopwords: &Stopwords,
+        stop: &dyn Fn() -> bool,
+        each: &mut impl FnMut(u64),
+    ) -> Result<(), Halt> {
+        if self.kind == ShingleKind::Char && text.is_ascii() {
+            return each_ascii_shingle(text.as_bytes(), self.n, stop, each);
+        }
+        self.hashes_without(text, stopwords, stop)?
+            .into_iter()
+            .for_each(each);
+        Ok(())
+    }
 }
+
+/// The character shingles of `n` of an ASCII text, hashed into `each`
+/// (one made of the whole text when it is shorter, none when empty);
+/// asks `stop` every million shingles.
+fn each_ascii_shingle(
+    b: &[u8],
+    n: usize,
+    stop: &dyn Fn() -> bool,
+    each: &mut impl FnMut(u64),
+) -> Result<(), Halt> {
+    if b.is_empty() {
+        return Ok(());
+    }
+    let n = n.min(b.len());
+    let shingles = b.len() - n + 1;
+    for (k, first) in (0..shingles).step_by(STOP_EVERY).enumerate() {
+        if k > 0 && stop() {
+            return Err(Halt::Stopped);
+        }
+        let last = (first + STOP_EVERY).min(shingles);
+        each_byte_shingle(&b[first..last + n - 1], n, each);
+    }
+    Ok(())
+}
+
+/// Shingles hashed between two questions to `stop`.
+const STOP_EVERY: usize = 1 << 20;
 
 /// Collects `len` items into a vector allocated fallibly, asking `stop`
 /// every million items.
@@ -150,12 +194,6 @@ fn stopping_collect(
         v.push(x);
     }
     Ok(v)
-}
-
-/// Hash of a short byte string (an ASCII character shingle), consistent with
-/// [`combine`] over its code points.
-fn bytes_hash(bytes: &[u8]) -> u64 {
-    combine_iter(bytes.iter().map(|&b| u64::from(b)))
 }
 
 /// SplitMix64: the seeds of the permutations.
@@ -548,5 +586,49 @@ mod tests {
         let hd = simhash(&s.hashes("completely different words in another order")).unwrap();
         assert!((ha ^ hc).count_ones() < (ha ^ hd).count_ones());
         assert_eq!(simhash(&[]), None);
+    }
+
+    /// A character shingle's hash by definition: [`combine`] over its code
+    /// points (the whole text when shorter than `n`).
+    fn by_code_points(text: &str, n: usize) -> Vec<u64> {
+        let points: Vec<u64> = text.chars().map(|c| u64::from(c as u32)).collect();
+        if points.is_empty() {
+            return Vec::new();
+        }
+        points.windows(n.min(points.len())).map(combine).collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn character_shingles_hash_their_code_points(
+            text in "[a-e .]{0,40}|[a-eé東 ]{0,30}", n in 1usize..12
+        ) {
+            let got = char_(n).hashes(&text);
+            proptest::prop_assert_eq!(&got, &by_code_points(&text, n));
+            let mut passed = Vec::new();
+            char_(n).each_hash(&text, &Stopwords::default(), &|| false, &mut |h| passed.push(h)).unwrap();
+            proptest::prop_assert_eq!(passed, got);
+        }
+
+        #[test]
+        fn each_hash_passes_the_hashes_of_words(text in "[a-c .é]{0,60}", n in 1usize..4) {
+            let stop = Stopwords::parse("a");
+            let want = word(n).hashes_without(&text, &stop, &never).unwrap();
+            let mut passed = Vec::new();
+            word(n).each_hash(&text, &stop, &never, &mut |h| passed.push(h)).unwrap();
+            proptest::prop_assert_eq!(passed, want);
+        }
+    }
+
+    #[test]
+    fn a_long_ascii_text_is_stopped() {
+        let text = "abcdefghij".repeat(STOP_EVERY / 5);
+        let got = char_(5).each_hash(&text, &Stopwords::default(), &|| true, &mut |_| {});
+        assert_eq!(got, Err(Halt::Stopped));
+        let mut count = 0;
+        char_(5)
+            .each_hash(&text, &Stopwords::default(), &never, &mut |_| count += 1)
+            .unwrap();
+        assert_eq!(count, text.len() - 4);
     }
 }

@@ -120,13 +120,21 @@ fn int_or_null(
 }
 
 /// The arguments `minhash` and `minhash_oph` share (`text`, `num_perm`,
-/// `kind`, `n`, `stoplist`): the signature's size, the shingling, the
-/// text's shingle hashes and the interrupt poll; `None` for a NULL text.
-#[allow(clippy::type_complexity)]
-fn shingle_args(
-    ctx: &rusqlite::functions::Context<'_>,
+/// `kind`, `n`, `stoplist`), read: the signature's size, the shingling,
+/// the text, the stopwords and the interrupt poll.
+struct ShingleArgs<'a, S> {
+    size: usize,
+    shingling: Shingling,
+    text: &'a str,
+    stopwords: Stopwords,
+    stop: S,
+}
+
+/// The [`ShingleArgs`] of a call; `None` for a NULL text.
+fn shingle_args<'a>(
+    ctx: &'a rusqlite::functions::Context<'_>,
     function: &str,
-) -> Result<Option<(usize, Shingling, Vec<u64>, impl Fn() -> bool)>> {
+) -> Result<Option<ShingleArgs<'a, impl Fn() -> bool>>> {
     check_arity(ctx, function, 1, 5)?;
     let perms = num_perm_arg(ctx, 1, function)?;
     let shingling = shingling_args(ctx, 2, function, ("char", 5))?;
@@ -148,16 +156,23 @@ fn shingle_args(
     };
     let poll = interrupt_poll(ctx)?;
     let stop = move || poll.borrow_mut().interrupted();
-    let hashes = shingling.hashes_without(text, &stopwords, &stop)?;
-    Ok(Some((perms, shingling, hashes, stop)))
+    Ok(Some(ShingleArgs {
+        size: perms,
+        shingling,
+        text,
+        stopwords,
+        stop,
+    }))
 }
 
 /// Registers the sketch functions on `db`.
 pub fn register(db: &Connection) -> Result<()> {
     db.create_scalar_function("minhash", -1, PURE, |ctx| {
-        let Some((perms, shingling, hashes, stop)) = shingle_args(ctx, "minhash")? else {
+        let Some(a) = shingle_args(ctx, "minhash")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
         };
+        let (perms, shingling, stop) = (a.size, a.shingling, a.stop);
+        let hashes = shingling.hashes_without(a.text, &a.stopwords, &stop)?;
         let sig = HASHER.with(|h| {
             let mut h = h.borrow_mut();
             if h.num_perm() != perms {
@@ -172,15 +187,17 @@ pub fn register(db: &Connection) -> Result<()> {
     })?;
 
     db.create_scalar_function("minhash_oph", -1, PURE, |ctx| {
-        let Some((bins, shingling, hashes, stop)) = shingle_args(ctx, "minhash_oph")? else {
+        let Some(a) = shingle_args(ctx, "minhash_oph")? else {
             return Ok(ToSqlOutput::Owned(Value::Null));
         };
-        Ok(ToSqlOutput::Owned(
-            match oph::signature_or_halt(&hashes, bins, &stop)? {
-                Some(sig) => Value::Blob(signature_blob(oph::FORMAT, shingling, &sig)),
-                None => Value::Null,
-            },
-        ))
+        // (The hashes go into the bins as they are made.)
+        let mut bins = oph::Bins::new(a.size);
+        a.shingling
+            .each_hash(a.text, &a.stopwords, &a.stop, &mut |h| bins.add(h))?;
+        Ok(ToSqlOutput::Owned(match bins.signature() {
+            Some(sig) => Value::Blob(signature_blob(oph::FORMAT, a.shingling, &sig)),
+            None => Value::Null,
+        }))
     })?;
 
     db.create_scalar_function("minhash_jaccard", 2, PURE, |ctx| {
