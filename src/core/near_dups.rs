@@ -123,7 +123,10 @@ impl ScanStats {
 #[derive(Clone)]
 pub(super) struct Profile {
     len: usize,
-    histogram: CharHistogram,
+    /// (Apart, so that the pair scan holds its rows' profiles in one
+    /// vector: its bounds read the profiles of rows far apart, and the
+    /// length bound rejects most pairs without their histograms.)
+    histogram: Box<CharHistogram>,
     settled: Option<i64>,
     /// `len` counts shingles: the measure is resemblance.
     sets: bool,
@@ -137,13 +140,13 @@ impl Profile {
         match &text.shingles {
             Some(shingles) => Profile {
                 len: shingles.len(),
-                histogram: CharHistogram::new(""),
+                histogram: Box::new(CharHistogram::new("")),
                 settled,
                 sets: true,
             },
             None => Profile {
                 len: text.wide.as_ref().map_or(text.text.len(), Vec::len),
-                histogram: CharHistogram::new(&text.text),
+                histogram: Box::new(CharHistogram::new(&text.text)),
                 settled,
                 sets: false,
             },

@@ -251,7 +251,7 @@ fn scan_pairs_on<E: From<Halt>>(
             Election::Chain => elect(i, &near, member, &mut removed),
             Election::Direct => {
                 let profile = |k: usize| match &known[k] {
-                    Known::Live(p) => Some(p.as_ref()),
+                    Known::Live(p) => Some(p),
                     _ => None,
                 };
                 let near_best = |m: usize, best: usize, stats: &mut ScanStats| {

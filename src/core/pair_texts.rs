@@ -20,18 +20,20 @@ use crate::core::near_dups::{within_bounds, Profile, ScanStats, Text};
 pub(super) enum Known {
     Unread,
     Placeholder,
-    Live(Box<Profile>),
+    Live(Profile),
     /// Behind the scan or removed: never compared again.
     Passed,
 }
 
 /// Bytes of text the pair scan keeps between groups.
-pub(super) const TEXT_CACHE_BYTES: usize = 64 << 20;
+pub(super) const TEXT_CACHE_BYTES: usize = 128 << 20;
 
 /// Texts of rows ahead of the pair scan, kept while they fit in
 /// [`TEXT_CACHE_BYTES`]: a row read for its profile or compared with one
-/// anchor is often compared with later anchors of its group of near-copies
-/// (on 100k pages: 46k reads instead of 144k).
+/// anchor is often compared with later anchors of its group of near-copies.
+/// The cache is emptied when the texts ahead outgrow it, and those still
+/// needed are read again (the reads per budget:
+/// `benches/results/ahead-2026-12-07.md`).
 #[derive(Default)]
 pub(super) struct TextCache {
     texts: HashMap<usize, Arc<Text>>,
@@ -95,7 +97,7 @@ fn read_profile<E: From<Halt>>(
                 let t = Text::measured(t, measure)?;
                 let profile = Profile::new(&t, None);
                 texts.insert(k, t);
-                Known::Live(Box::new(profile))
+                Known::Live(profile)
             }
             None => Known::Placeholder,
         };
