@@ -27,7 +27,7 @@
 use crate::core::invalid::Invalid;
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::core::halt::{try_collect, Halt};
 use crate::core::measure::Measure;
@@ -432,11 +432,11 @@ pub(super) fn verify<'t>(
     stats: &mut ScanStats,
     poll: &mut dyn FnMut() -> bool,
 ) -> Result<Vec<(usize, f64)>, Halt> {
-    stats.levenshtein += candidates.len() as u64;
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
     if let Some(a) = &anchor.shingles {
+        stats.levenshtein += candidates.len() as u64;
         let near: Vec<(usize, f64)> = candidates
             .iter()
             .filter_map(|&(j, _, _)| {
@@ -451,18 +451,12 @@ pub(super) fn verify<'t>(
     let a = anchor.code_points();
     // The anchor's table is built once for all its candidates.
     let a = IndelQuery::new(&a)?;
-    let too_long = AtomicU64::new(0);
-    let compare = |&(j, total, max): &(usize, usize, usize), stop: &dyn Fn() -> bool| {
-        Ok(
-            match a.compare_or_halt(&text(j).code_points(), max, stop)? {
-                Compared::Within(d) => Some((j, ratio_from_distance(d, total))),
-                Compared::Beyond => None,
-                Compared::TooLong => {
-                    too_long.fetch_add(1, Ordering::Relaxed);
-                    None
-                }
-            },
-        )
+    let compare = |&(j, _, max): &(usize, usize, usize), stop: &dyn Fn() -> bool| {
+        Ok(Some(a.compare_or_halt(
+            &text(j).code_points(),
+            max,
+            stop,
+        )?))
     };
     // Waking the pool costs more than a few kernels on page-sized texts
     // (benches/results/design-measurements.md, "Kernels on the calling thread"); it pays for long texts.
@@ -471,10 +465,8 @@ pub(super) fn verify<'t>(
         .map(|&(_, total, max)| total.saturating_mul(max.max(1)))
         .sum();
     let pool = if work >= PARALLEL_WORK { pool() } else { None };
-    let near = map_polled(pool, candidates, compare, poll)?;
-    stats.matches += near.len() as u64;
-    stats.too_long += too_long.into_inner();
-    Ok(near)
+    let outcomes = map_polled(pool, candidates, compare, poll)?;
+    Ok(verified(candidates, &outcomes, stats))
 }
 
 /// The kernel's outcome on each of an anchor's pairs (the other text, and
