@@ -158,7 +158,7 @@ fn scan_pairs_on<E: From<Halt>>(
     };
     let mut removed = Vec::new();
     // Texts read for this group and kept for the next ones, by row index.
-    let mut texts = TextCache::default();
+    let mut texts = TextCache::new(rows.len());
     let mut later = Vec::new();
     let mut ahead: Option<Ahead> = None;
     let mut next: Option<Pending> = None;

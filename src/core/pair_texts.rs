@@ -9,7 +9,6 @@
 //! Reference: the window scan's rows ([`crate::core::near_dups`]), whose
 //! profiles (length and character histogram) these are.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::core::halt::Halt;
@@ -34,15 +33,23 @@ pub(super) const TEXT_CACHE_BYTES: usize = 128 << 20;
 /// The cache is emptied when the texts ahead outgrow it, and those still
 /// needed are read again (the reads per budget:
 /// `benches/results/ahead-2026-12-07.md`).
-#[derive(Default)]
 pub(super) struct TextCache {
-    texts: HashMap<usize, Arc<Text>>,
+    /// By row index (a slot a row).
+    texts: Vec<Option<Arc<Text>>>,
     bytes: usize,
 }
 
 impl TextCache {
+    /// An empty cache over `rows` rows.
+    pub(super) fn new(rows: usize) -> Self {
+        TextCache {
+            texts: vec![None; rows],
+            bytes: 0,
+        }
+    }
+
     pub(super) fn has(&self, k: usize) -> bool {
-        self.texts.contains_key(&k)
+        self.texts[k].is_some()
     }
 
     /// Memory held by the texts, in bytes.
@@ -51,23 +58,23 @@ impl TextCache {
     }
 
     pub(super) fn get(&self, k: usize) -> &Text {
-        &self.texts[&k]
+        self.texts[k].as_ref().expect("a text the cache holds")
     }
 
     /// Row `k`'s text, shared (for work that outlives a borrow).
     pub(super) fn shared(&self, k: usize) -> Arc<Text> {
-        Arc::clone(&self.texts[&k])
+        Arc::clone(self.texts[k].as_ref().expect("a text the cache holds"))
     }
 
     pub(super) fn insert(&mut self, k: usize, text: Text) {
         self.bytes += text.bytes();
-        if let Some(old) = self.texts.insert(k, Arc::new(text)) {
+        if let Some(old) = self.texts[k].replace(Arc::new(text)) {
             self.bytes -= old.bytes();
         }
     }
 
     pub(super) fn remove(&mut self, k: usize) {
-        if let Some(old) = self.texts.remove(&k) {
+        if let Some(old) = self.texts[k].take() {
             self.bytes -= old.bytes();
         }
     }
@@ -76,7 +83,7 @@ impl TextCache {
     /// groups: one group's texts may exceed it).
     pub(super) fn trim(&mut self) {
         if self.bytes > TEXT_CACHE_BYTES {
-            self.texts.clear();
+            self.texts.fill(None);
             self.bytes = 0;
         }
     }
