@@ -122,7 +122,8 @@ def test_every_function_given_bad_arguments_fails_with_a_code_or_not_at_all(tmp_
                 if not conn.in_transaction:
                     continue
                 conn.rollback()
-    modules = ["near_dups", "near_dups_among", "lsh_bands", "segments", "dedup_elected", "dedup_similar"]
+    modules = ["near_dups", "near_dups_among", "lsh_bands", "segments", "dedup_elected", "dedup_similar",
+               "dedup_band_entries"]
     for name in modules:
         for value in bad_values():
             for n in (1, 2, 3):

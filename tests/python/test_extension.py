@@ -31,7 +31,7 @@ def test_loads_and_adds_exactly_its_functions_and_modules():
     before = {r[0] for r in plain.execute(q)}
     assert sorted({r[0] for r in loaded.execute(q)} - before) == FUNCTIONS
     q = "SELECT name FROM pragma_module_list"
-    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"dedup_elected", "dedup_held_statements", "dedup_phase1", "dedup_similar", "lsh_bands", "near_dups", "near_dups_among",
+    assert {r[0] for r in loaded.execute(q)} - {r[0] for r in plain.execute(q)} == {"dedup_band_entries", "dedup_elected", "dedup_held_statements", "dedup_phase1", "dedup_similar", "lsh_bands", "near_dups", "near_dups_among",
         "segments"}
     assert loaded.execute("SELECT dedup_version()").fetchone()[0].startswith("v")
 

@@ -62,6 +62,25 @@ def test_band_keys_of_rows_that_left_count_for_nothing_until_swept(tmp_path):
     assert conn.execute("SELECT count(*) FROM dedup_index_bands_left").fetchone()[0] == 0
 
 
+def test_band_entries_unpack_packed_keys_in_the_b_trees_order(tmp_path):
+    """dedup_band_entries(table): every (band, key, rid) of the rows' packed
+    keys, ascending, as dedup_index_bands orders them; a row whose bands
+    are not a BLOB has none; a rid that is not an integer is an error."""
+    conn = P.connect(str(tmp_path / "e.db"))
+    keys = {7: [(0, 5), (1, -3), (2, 9)], 3: [(0, 5), (1, 4)], 9: [(1, -3), (0, 2**62)]}
+    conn.execute("CREATE TABLE k (rid INTEGER, band INTEGER, key INTEGER)")
+    conn.executemany("INSERT INTO k VALUES (?, ?, ?)", [(r, b, k) for r, ks in keys.items() for b, k in ks])
+    conn.execute("CREATE TABLE b AS SELECT rid, dedup_pack_keys(band, key) AS bands FROM k GROUP BY rid")
+    conn.execute("INSERT INTO b VALUES (11, NULL), (12, 'text')")
+    got = conn.execute("SELECT band, key, rid FROM dedup_band_entries('b')").fetchall()
+    assert got == sorted((b, k, r) for r, ks in keys.items() for b, k in ks)
+    conn.execute("INSERT INTO b VALUES ('x', NULL)")
+    with pytest.raises(Exception, match=r"dedup_band_entries.*rid in 'b' must be an integer"):
+        conn.execute("SELECT * FROM dedup_band_entries('b')").fetchall()
+    with pytest.raises(Exception, match=r"dedup_band_entries.*columns rid and bands"):
+        conn.execute("SELECT * FROM dedup_band_entries('k')").fetchall()
+
+
 def test_a_band_key_of_a_row_that_left_makes_no_pair_with_its_reused_rowid(tmp_path):
     """Rowid 40 leaves (its entries stay), comes back with another text, and
     then a new page has rowid 40's old text: the page shares keys with the

@@ -14,7 +14,7 @@ use super::run::{apply, kept_apart, label, plan, progress, report, restore, simi
 use super::scripts;
 use crate::sqlite::ground::atomic::{atomically, Lock};
 use crate::sqlite::ground::error::{fail, Code, DedupError};
-use crate::sqlite::pipeline::incremental::{index_bands, index_functions, snapshot};
+use crate::sqlite::pipeline::incremental::{band_entries, index_bands, index_functions, snapshot};
 use crate::sqlite::settings::choices::Action;
 use crate::sqlite::settings::{self, values::Settings};
 use crate::sqlite::tables::schema;
@@ -68,6 +68,7 @@ pub fn register(db: &Connection) -> Result<()> {
     crate::sqlite::tables::identity::register(db)?;
     super::run::similar_table::register(db)?;
     index_bands::register(db)?;
+    band_entries::register(db)?;
     kept_apart::register(db)?;
     similar::register(db)?;
     phase1_arrow::register(db)?;

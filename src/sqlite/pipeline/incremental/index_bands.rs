@@ -73,7 +73,7 @@ fn pair(c: &[u8]) -> (u32, i64) {
 }
 
 /// The (band, key) pairs [`PackKeys`] packed.
-fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
+pub(super) fn unpack(blob: &[u8]) -> impl Iterator<Item = (i64, i64)> + '_ {
     blob.chunks_exact(12).map(|c| {
         let (band, key) = pair(c);
         (i64::from(band), key)
@@ -203,23 +203,10 @@ pub fn write(db: &Connection, incremental: bool) -> Result<(), DedupError> {
     }
     crate::sqlite::ground::trace::lap("index: band keys of the rows that left", &mut step);
     // The collected rows' keys, sorted: appended in the b-tree's order.
-    let mut entries: Vec<(i64, i64, i64)> = Vec::new();
-    {
-        let mut stmt = db.prepare("SELECT rid, bands FROM temp._dedup_band_blobs")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let rid: i64 = r.get(0)?;
-            if let ValueRef::Blob(blob) = r.get_ref(1)? {
-                entries.extend(unpack(blob).map(|(band, key)| (band, key, rid)));
-            }
-        }
-    }
-    entries.sort_unstable();
-    let mut insert =
-        db.prepare("INSERT OR IGNORE INTO main.dedup_index_bands VALUES (?1, ?2, ?3)")?;
-    for (band, key, rid) in entries {
-        insert.execute([band, key, rid])?;
-    }
+    db.execute_batch(
+        "INSERT OR IGNORE INTO main.dedup_index_bands (band, key, rid)
+         SELECT band, key, rid FROM dedup_band_entries('_dedup_band_blobs');",
+    )?;
     Ok(())
 }
 

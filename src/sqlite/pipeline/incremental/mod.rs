@@ -4,6 +4,7 @@
 //! the rows an incremental run reads; mirrors `sql/incremental/`
 //! (docs/incremental.md).
 
+pub mod band_entries;
 pub mod changes;
 pub mod index;
 pub mod index_bands;
