@@ -102,6 +102,7 @@ fn register_adds_exactly_these_functions_and_modules() {
     assert_eq!(
         added,
         [
+            "dedup_band_entries",
             "dedup_elected",
             "dedup_held_statements",
             "dedup_phase1",

@@ -15,26 +15,21 @@
 use std::ffi::c_int;
 
 use rusqlite::types::ValueRef;
-use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
-};
-use rusqlite::{ffi, Connection, Result};
+use rusqlite::vtab::Context;
+use rusqlite::{Connection, Result};
 
-use super::arguments::{plan_arguments, planned_arguments, table_argument};
-use super::arguments::{table_columns, unwind_safe};
-use super::rows_cursor::{RowSource, RowsCursor};
+use super::arguments::{table_argument, table_columns};
+use super::reads_tables::ReadsTables;
 use crate::core::election::{Ballots, OrderKey, Sortable};
 use crate::sqlite::ground::arguments::describe;
 use crate::sqlite::ground::arguments::module_error;
 use crate::sqlite::ground::quote::quote_ident;
 
 const NAME: &str = "dedup_elected";
-/// Hidden argument columns start after the two output columns.
-const FIRST_ARGUMENT: c_int = 2;
 
-/// Registers the eponymous table-valued function `elected`.
+/// Registers the eponymous table-valued function `dedup_elected`.
 pub fn register(db: &Connection) -> Result<()> {
-    db.create_module(NAME, eponymous_only_module::<ElectedTab>(), None)
+    super::reads_tables::register::<Elected>(db)
 }
 
 /// One column of the ranking: its name and whether it is descending.
@@ -141,65 +136,26 @@ fn sortable(value: ValueRef<'_>) -> Sortable<'_> {
     }
 }
 
-#[repr(C)]
-struct ElectedTab {
-    base: ffi::sqlite3_vtab,
-    db: *mut ffi::sqlite3,
-}
+/// `dedup_elected`'s shape: reads `input`.
+pub struct Elected;
 
-unsafe impl<'vtab> VTab<'vtab> for ElectedTab {
-    type Aux = ();
-    type Cursor = RowsCursor<'vtab, Elections>;
-
-    fn connect(
-        db: &mut VTabConnection,
-        _aux: Option<&()>,
-        _args: &[&[u8]],
-    ) -> Result<(String, Self)> {
-        // Reads other tables of the database: not innocuous.
-        db.config(VTabConfig::DirectOnly)?;
-        let handle = unsafe { db.handle() };
-        Ok((
-            "CREATE TABLE x(id INTEGER, survivor INTEGER, input HIDDEN, grp HIDDEN, ranking HIDDEN)"
-                .to_owned(),
-            ElectedTab {
-                base: ffi::sqlite3_vtab::default(),
-                db: handle,
-            },
-        ))
-    }
-
-    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        unwind_safe(NAME, || plan_arguments(info, FIRST_ARGUMENT, 3, 0b111, 1e6))
-    }
-
-    fn open(&mut self) -> Result<RowsCursor<'_, Elections>> {
-        Ok(RowsCursor::new(Elections { db: self.db }))
-    }
-}
-
-/// A cursor's source: the connection whose query calls the function.
-struct Elections {
-    db: *mut ffi::sqlite3,
-}
-
-impl RowSource for Elections {
+impl ReadsTables for Elected {
     const NAME: &'static str = NAME;
+    const COLUMNS: &'static str = "id INTEGER, survivor INTEGER";
+    const OUTPUT_COLUMNS: c_int = 2;
+    const ARGUMENTS: &'static [&'static str] = &["input", "grp", "ranking"];
+    const REQUIRED: c_int = 0b111;
     /// (id, survivor)
     type Row = (i64, i64);
 
-    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(i64, i64)>> {
-        let given = planned_arguments(idx_num, args, 3);
-        // A non-owning handle on the connection that runs this query.
-        let db = unsafe { Connection::from_handle(self.db) }?;
-        elect(&db, &given)
+    fn rows(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64)>> {
+        elect(db, args)
     }
 
-    fn column(row: &(i64, i64), _position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
+    fn column(row: &(i64, i64), ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
             0 => ctx.set_result(&row.0),
-            1 => ctx.set_result(&row.1),
-            _ => ctx.set_result(&rusqlite::types::Null),
+            _ => ctx.set_result(&row.1),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod lsh_bands;
 pub mod near_dups;
 pub mod near_dups_among;
 pub mod phase1;
+pub mod reads_tables;
 pub mod rows_cursor;
 pub mod scan_table;
 pub mod segments;

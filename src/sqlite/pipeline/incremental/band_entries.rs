@@ -12,26 +12,20 @@
 use std::ffi::c_int;
 
 use rusqlite::types::ValueRef;
-use rusqlite::vtab::{
-    eponymous_only_module, Context, Filters, IndexInfo, VTab, VTabConfig, VTabConnection,
-};
-use rusqlite::{ffi, Connection, Result};
+use rusqlite::vtab::Context;
+use rusqlite::{Connection, Result};
 
 use super::index_bands::unpack;
 use crate::sqlite::ground::arguments::{describe, module_error};
 use crate::sqlite::ground::quote::quote_ident;
-use crate::sqlite::vtab::arguments::{
-    plan_arguments, planned_arguments, table_argument, unwind_safe,
-};
-use crate::sqlite::vtab::rows_cursor::{RowSource, RowsCursor};
+use crate::sqlite::vtab::arguments::table_argument;
+use crate::sqlite::vtab::reads_tables::ReadsTables;
 
 const NAME: &str = "dedup_band_entries";
-/// The hidden argument column (`input`), after the three output columns.
-const FIRST_ARGUMENT: c_int = 3;
 
 /// Registers the eponymous table-valued function `dedup_band_entries`.
 pub fn register(db: &Connection) -> Result<()> {
-    db.create_module(NAME, eponymous_only_module::<EntriesTab>(), None)
+    crate::sqlite::vtab::reads_tables::register::<BandEntries>(db)
 }
 
 /// `input`'s entries (band, key, rid), sorted.
@@ -66,66 +60,28 @@ fn entries(db: &Connection, input: &str) -> Result<Vec<(i64, i64, i64)>> {
     Ok(out)
 }
 
-#[repr(C)]
-struct EntriesTab {
-    base: ffi::sqlite3_vtab,
-    db: *mut ffi::sqlite3,
-}
+/// `dedup_band_entries`' shape: reads `input`.
+pub struct BandEntries;
 
-unsafe impl<'vtab> VTab<'vtab> for EntriesTab {
-    type Aux = ();
-    type Cursor = RowsCursor<'vtab, Entries>;
-
-    fn connect(
-        db: &mut VTabConnection,
-        _aux: Option<&()>,
-        _args: &[&[u8]],
-    ) -> Result<(String, Self)> {
-        // Reads another table of the database: not innocuous.
-        db.config(VTabConfig::DirectOnly)?;
-        let handle = unsafe { db.handle() };
-        Ok((
-            "CREATE TABLE x(band INTEGER, key INTEGER, rid INTEGER, input HIDDEN)".to_owned(),
-            EntriesTab {
-                base: ffi::sqlite3_vtab::default(),
-                db: handle,
-            },
-        ))
-    }
-
-    fn best_index(&self, info: &mut IndexInfo) -> Result<()> {
-        unwind_safe(NAME, || plan_arguments(info, FIRST_ARGUMENT, 1, 0b1, 1e6))
-    }
-
-    fn open(&mut self) -> Result<RowsCursor<'_, Entries>> {
-        Ok(RowsCursor::new(Entries { db: self.db }))
-    }
-}
-
-/// A cursor's source: the connection whose query calls the function.
-struct Entries {
-    db: *mut ffi::sqlite3,
-}
-
-impl RowSource for Entries {
+impl ReadsTables for BandEntries {
     const NAME: &'static str = NAME;
+    const COLUMNS: &'static str = "band INTEGER, key INTEGER, rid INTEGER";
+    const OUTPUT_COLUMNS: c_int = 3;
+    const ARGUMENTS: &'static [&'static str] = &["input"];
+    const REQUIRED: c_int = 0b1;
     /// (band, key, rid)
     type Row = (i64, i64, i64);
 
-    fn rows(&mut self, idx_num: c_int, args: &Filters<'_>) -> Result<Vec<(i64, i64, i64)>> {
-        let given = planned_arguments(idx_num, args, 1);
-        let input = table_argument(NAME, "input", given[0])?;
-        // A non-owning handle on the connection that runs this query.
-        let db = unsafe { Connection::from_handle(self.db) }?;
-        entries(&db, &input)
+    fn rows(db: &Connection, args: &[Option<ValueRef<'_>>]) -> Result<Vec<(i64, i64, i64)>> {
+        let input = table_argument(NAME, "input", args[0])?;
+        entries(db, &input)
     }
 
-    fn column(row: &(i64, i64, i64), _position: usize, ctx: &mut Context, i: c_int) -> Result<()> {
+    fn column(row: &(i64, i64, i64), ctx: &mut Context, i: c_int) -> Result<()> {
         match i {
             0 => ctx.set_result(&row.0),
             1 => ctx.set_result(&row.1),
-            2 => ctx.set_result(&row.2),
-            _ => ctx.set_result(&rusqlite::types::Null),
+            _ => ctx.set_result(&row.2),
         }
     }
 }
