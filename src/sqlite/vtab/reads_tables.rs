@@ -1,7 +1,8 @@
-//! The table-valued function shape shared by `dedup_elected` and
-//! `dedup_band_entries`: hidden arguments in (a table to read among
-//! them), every row computed from the connection when the call starts
-//! ([`RowsCursor`]), marked DIRECTONLY since it reads the database.
+//! The table-valued function shape shared by `dedup_elected`,
+//! `dedup_band_entries` and `dedup_similar`: hidden arguments in (a table
+//! to read among them), every row computed from the connection when the
+//! call starts ([`RowsCursor`]), marked DIRECTONLY since it reads the
+//! database.
 
 use std::ffi::c_int;
 use std::marker::PhantomData;
