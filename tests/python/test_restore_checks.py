@@ -287,3 +287,37 @@ def test_a_run_recorded_before_identities_restores_by_rowid_and_written_values(t
     assert urls(db) == +expected
     cols = [r[1] for r in sqlite3.connect(db).execute("PRAGMA table_info(dedup_rewritten)")]
     assert "identity" in cols
+
+
+@pytest.mark.parametrize("largest_rowid", [False, True])
+def test_a_later_run_records_what_it_wrote_on_its_own_rows_only(tmp_path, largest_rowid):
+    # Run 2 finds its rows of dedup_rewritten after run 1's by their rowid
+    # (a seek, not a scan of every run's rows); past the largest rowid,
+    # where SQLite numbers new rows at random, by their run.
+    db = ran(tmp_path)
+    conn = sqlite3.connect(db)
+    if largest_rowid:
+        conn.execute("INSERT INTO dedup_rewritten (rowid, dedup_run, dedup_rowid, name, value) "
+                     "VALUES (9223372036854775807, -5, -5, 'url', 'https://kept.example/')")
+    run1 = conn.execute("SELECT rowid, written, identity FROM dedup_rewritten WHERE dedup_run = 1 "
+                        "ORDER BY rowid").fetchall()
+    # Two new pages whose URLs run 2 rewrites (a tracking parameter dropped).
+    texts = ["A recipe for bread: flour, water, salt and patience.", "Tide tables of a small harbour in March."]
+    new = [new_page(conn, f"https://fresh.example/read/{i}?utm_source=feed", t) for i, t in enumerate(texts)]
+    conn.commit()
+    conn.close()
+    conn = P.connect(db)
+    conn.execute("SELECT dedup_run()").fetchone()
+    conn.commit()
+    conn.close()
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT dedup_rowid, value, written, identity IS NOT NULL FROM dedup_rewritten "
+                        "WHERE dedup_run = 2 AND name = 'url' ORDER BY dedup_rowid").fetchall()
+    assert rows == [(p, f"https://fresh.example/read/{i}?utm_source=feed", f"https://fresh.example/read/{i}", 1)
+                    for i, p in enumerate(new)], rows
+    assert conn.execute("SELECT rowid, written, identity FROM dedup_rewritten WHERE dedup_run = 1 "
+                        "ORDER BY rowid").fetchall() == run1
+    conn.close()
+    # And a restore of run 2 gives the two URLs back.
+    restore(db)
+    assert [url_of(db, p) for p in new] == [f"https://fresh.example/read/{i}?utm_source=feed" for i in range(2)]

@@ -31,7 +31,8 @@ use crate::sqlite::tables::schema::Source;
 
 /// The last rowids of the archive and of `dedup_rewritten` before a run
 /// wrote to them: the run's own rows there are the ones after (found by a
-/// seek, not a scan of every run's rows).
+/// seek, not a scan of every run's rows); `i64::MIN` when a table held
+/// the largest rowid (its new rows are numbered at random).
 pub struct WrittenAfter {
     /// `dedup_removed`'s last rowid.
     pub archive: i64,

@@ -41,7 +41,7 @@ pub fn apply(db: &Connection) -> Result<Report, DedupError> {
     if !rewrites.is_empty() {
         rewrite(db, &source, &rewrites)?;
         lap("apply: rewrite", &mut step);
-        record_written(db, &source, plan.run, &rewrites)?;
+        record_written(db, &source, plan.run, written_after.rewritten, &rewrites)?;
         lap("apply: written", &mut step);
     }
     if paragraphs {
@@ -100,12 +100,15 @@ fn archive(
     removals: i64,
 ) -> Result<crate::sqlite::pipeline::incremental::index::WrittenAfter, DedupError> {
     let table = source.qualified();
+    // (Past a table's largest possible rowid SQLite numbers new rows at
+    // random: then the run's rows are found by their run alone.)
     let last_rowid = |t: &str| -> Result<i64, DedupError> {
-        Ok(db.query_row(
+        let last: i64 = db.query_row(
             &format!("SELECT coalesce(max(rowid), 0) FROM main.{t}"),
             [],
             |r| r.get(0),
-        )?)
+        )?;
+        Ok(if last == i64::MAX { i64::MIN } else { last })
     };
     let written_after = crate::sqlite::pipeline::incremental::index::WrittenAfter {
         archive: last_rowid("dedup_removed")?,
@@ -403,11 +406,14 @@ fn record_run(db: &Connection, plan: &Planned, report: &Report) -> Result<(), De
 /// to the row that still has it,
 /// [`crate::sqlite::tables::identity`]), and refuses a rewrite a
 /// trigger cancelled or undid: its row would be recorded as rewritten
-/// while the table holds the old value.
+/// while the table holds the old value. The run's rows of
+/// `dedup_rewritten` are those after rowid `rewritten_after`: found by a
+/// seek, not a scan of every earlier run's rows.
 fn record_written(
     db: &Connection,
     source: &Source,
     run: i64,
+    rewritten_after: i64,
     rewrites: &[(String, String, String)],
 ) -> Result<(), DedupError> {
     let mut now = String::new();
@@ -422,35 +428,37 @@ fn record_written(
     db.execute(
         &format!(
             "INSERT INTO temp._dedup_identities SELECT g.{rowid}, {identity} FROM {table} AS g
-             WHERE g.{rowid} IN (SELECT dedup_rowid FROM main.dedup_rewritten WHERE dedup_run = ?1)",
+             WHERE g.{rowid} IN (SELECT dedup_rowid FROM main.dedup_rewritten
+                                 WHERE rowid > ?2 AND dedup_run = ?1)",
             table = source.qualified(),
             rowid = source.rowid,
             identity = crate::sqlite::tables::identity::identity_of(source, "g"),
         ),
-        [run],
+        [run, rewritten_after],
     )?;
     db.execute(
         &format!(
             "UPDATE main.dedup_rewritten AS w SET written = CASE w.name{now} END,
                identity = (SELECT i.identity FROM temp._dedup_identities AS i WHERE i.rid = w.dedup_rowid)
-             FROM {table} AS g WHERE w.dedup_run = ?1 AND g.{rowid} = w.dedup_rowid",
+             FROM {table} AS g
+             WHERE w.rowid > ?2 AND w.dedup_run = ?1 AND g.{rowid} = w.dedup_rowid",
             table = source.qualified(),
             rowid = source.rowid,
         ),
-        [run],
+        [run, rewritten_after],
     )?;
     db.execute_batch("DROP TABLE temp._dedup_identities;")?;
     let cancelled: Option<(i64, i64, String)> = db
         .query_row(
             &format!(
                 "SELECT count(*) OVER (), w.dedup_rowid, w.name FROM main.dedup_rewritten AS w
-                 WHERE w.dedup_run = ?1 AND (w.written IS w.value
+                 WHERE w.rowid > ?2 AND w.dedup_run = ?1 AND (w.written IS w.value
                    OR NOT EXISTS (SELECT 1 FROM {table} AS g WHERE g.{rowid} = w.dedup_rowid))
                  ORDER BY w.dedup_rowid LIMIT 1",
                 table = source.qualified(),
                 rowid = source.rowid
             ),
-            [run],
+            [run, rewritten_after],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()?;
